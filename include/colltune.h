@@ -1,0 +1,100 @@
+/*
+ * colltune: MPI collectives tuned for the machine they run on.
+ *
+ * Public C API. Every collective has MPI semantics (any predefined or derived
+ * datatype, MPI_IN_PLACE where MPI allows it, count 0, predefined and
+ * user-defined operations) and returns an MPI error code. Bad arguments are
+ * reported through the communicator's error handler (with MPI_ERRORS_RETURN the
+ * code is returned), never by aborting. An error string for the code is
+ * available through MPI_Error_string.
+ *
+ * The library runs on top of an existing MPI: it needs MPI to be initialised,
+ * and it uses a private duplicate of each communicator it is called on, so its
+ * messages never match the application's.
+ */
+#ifndef COLLTUNE_H
+#define COLLTUNE_H
+
+#include <mpi.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CT_VERSION_STRING "0.1.0"
+
+/* The collective operations colltune knows. */
+typedef enum ct_coll {
+    CT_BCAST = 0,
+    CT_REDUCE,
+    CT_ALLREDUCE,
+    CT_NCOLL
+} ct_coll;
+
+/*
+ * How to run one call. Pass NULL (or an options struct fresh from
+ * ct_options_init) for the automatic choice: the tuning table when one is
+ * loaded, else the native MPI collective.
+ */
+typedef struct ct_options {
+    /* Registry name ("binomial", "ring", ... or "native"); NULL = automatic. */
+    const char *algorithm;
+    /* Nonzero: segsize holds the segment size in bytes and must be > 0.
+     * Zero: the algorithm's default (no segmentation for most). */
+    int has_segsize;
+    long long segsize;
+    /* Radix of k-nomial trees; 0 = the default (4). Must be >= 2 otherwise. */
+    int radix;
+} ct_options;
+
+/* Fills *opts with the automatic choice. */
+void ct_options_init(ct_options *opts);
+
+/* Broadcast, as MPI_Bcast. */
+int ct_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+             const ct_options *opts);
+
+/* Reduce, as MPI_Reduce (sendbuf may be MPI_IN_PLACE at the root). */
+int ct_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+              MPI_Op op, int root, MPI_Comm comm, const ct_options *opts);
+
+/* Allreduce, as MPI_Allreduce (sendbuf may be MPI_IN_PLACE). */
+int ct_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                 MPI_Op op, MPI_Comm comm, const ct_options *opts);
+
+/* ---- The algorithm registry -------------------------------------------- */
+
+/* Properties of an algorithm (bit flags of ct_algorithm_info.flags). */
+enum {
+    CT_ALG_SEGMENTABLE   = 1u << 0, /* takes a segment size (pipelining) */
+    CT_ALG_NEEDS_COMMUTE = 1u << 1, /* only for commutative operations */
+    CT_ALG_TAKES_RADIX   = 1u << 2, /* uses ct_options.radix */
+    CT_ALG_NATIVE        = 1u << 3  /* the MPI library's own collective */
+};
+
+typedef struct ct_algorithm_info {
+    ct_coll coll;
+    const char *name;        /* unique within its collective */
+    unsigned flags;          /* CT_ALG_* */
+    long long default_segsize; /* bytes; 0 = unsegmented unless asked */
+    const char *summary;     /* one line, for listings and docs */
+} ct_algorithm_info;
+
+/* Number of registered algorithms, all collectives together. */
+int ct_algorithm_count(void);
+/* The i-th algorithm, 0 <= i < ct_algorithm_count(); NULL otherwise. */
+const ct_algorithm_info *ct_algorithm_get(int i);
+/* Looks an algorithm up by collective and name; NULL if unknown. */
+const ct_algorithm_info *ct_algorithm_find(ct_coll coll, const char *name);
+/* "bcast", "reduce", "allreduce"; NULL for an unknown value. */
+const char *ct_coll_name(ct_coll coll);
+/* Parses a collective name; returns -1 if unknown. */
+int ct_coll_from_name(const char *name);
+/* The whole registry as a JSON array (static storage; no MPI needed). */
+const char *ct_registry_json(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* COLLTUNE_H */

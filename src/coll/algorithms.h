@@ -1,0 +1,29 @@
+/* Prototypes of every generator; the registry (registry.c) lists them. */
+#ifndef CT_ALGORITHMS_H
+#define CT_ALGORITHMS_H
+
+#include "common.h"
+
+#define CT_GENERATOR(name) int name(const ct_params *p, ct_sched *s)
+
+CT_GENERATOR(ct_bcast_linear);
+CT_GENERATOR(ct_bcast_chain);
+CT_GENERATOR(ct_bcast_pipeline);
+CT_GENERATOR(ct_bcast_binary);
+CT_GENERATOR(ct_bcast_binomial);
+CT_GENERATOR(ct_bcast_knomial);
+CT_GENERATOR(ct_bcast_scatter_allgather);
+
+CT_GENERATOR(ct_reduce_linear);
+CT_GENERATOR(ct_reduce_chain);
+CT_GENERATOR(ct_reduce_binary);
+CT_GENERATOR(ct_reduce_binomial);
+CT_GENERATOR(ct_reduce_rabenseifner);
+
+CT_GENERATOR(ct_allreduce_reduce_bcast);
+CT_GENERATOR(ct_allreduce_allgather_reduce);
+CT_GENERATOR(ct_allreduce_recursive_doubling);
+CT_GENERATOR(ct_allreduce_ring);
+CT_GENERATOR(ct_allreduce_rabenseifner);
+
+#endif

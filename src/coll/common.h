@@ -1,0 +1,88 @@
+/*
+ * Building blocks shared by the algorithm generators: communication trees,
+ * even partitions of a vector, and the tree-shaped bodies of broadcast and
+ * reduction that several algorithms instantiate with different trees.
+ */
+#ifndef CT_COLL_COMMON_H
+#define CT_COLL_COMMON_H
+
+#include "../sched/sched.h"
+
+typedef enum ct_tree_kind {
+    CT_TREE_FLAT,    /* the root talks to everyone */
+    CT_TREE_CHAIN,   /* v -> v+1 */
+    CT_TREE_BINARY,  /* v -> 2v+1, 2v+2 */
+    CT_TREE_KNOMIAL  /* radix k; binomial is k = 2 */
+} ct_tree_kind;
+
+/* One rank's view of a tree, in real ranks. Children are listed in ascending
+ * virtual rank; for every tree but the binary one, child i's subtree is a
+ * contiguous interval of virtual ranks, and the intervals ascend with i. */
+typedef struct ct_tree {
+    int parent;      /* -1 at the top */
+    int nchildren;
+    int *children;
+} ct_tree;
+
+/* Builds the tree of `rank` among `size` ranks, with virtual rank
+ * v = (rank - top + size) % size, so `top` is the tree's root. */
+int ct_tree_build(ct_tree *t, ct_tree_kind kind, int radix, int size, int rank, int top);
+void ct_tree_free(ct_tree *t);
+
+/* Even partition of count elements into n parts: part i is [lo(i), lo(i+1)). */
+static inline size_t ct_part_lo(size_t count, int n, int i)
+{
+    return (size_t)((unsigned __int128)count * (unsigned)i / (unsigned)n);
+}
+static inline size_t ct_part_len(size_t count, int n, int i)
+{
+    return ct_part_lo(count, n, i + 1) - ct_part_lo(count, n, i);
+}
+
+/* Number of segments of a count-element message (at least 1). */
+size_t ct_nsegs(const ct_params *p);
+/* Segment `seg`: first element and length. */
+void ct_seg(const ct_params *p, size_t seg, size_t *off, size_t *len);
+
+/* Broadcast of p->count elements of `buf` down a tree rooted at p->root,
+ * segmented by p->segcount (children served from the largest subtree). */
+int ct_tree_bcast(ct_sched *s, const ct_params *p, ct_tree_kind kind, int top, int buf);
+
+/* Reduction up a tree whose top is `top`. Every rank contributes `in_buf`;
+ * the top's result goes to `out_buf` (which may equal in_buf for in-place).
+ * When the operation is not commutative, the tree must have the interval
+ * property above with top = 0, and the result is x_0 (op) x_1 ... x_{n-1}. */
+int ct_tree_reduce(ct_sched *s, const ct_params *p, ct_tree_kind kind, int top,
+                   int in_buf, int out_buf);
+
+/* The reduce generators of the tree algorithms: handles rank order for
+ * non-commutative operations (reduce to rank 0, then hand over to the root). */
+int ct_reduce_over_tree(const ct_params *p, ct_sched *s, ct_tree_kind kind);
+
+/* Ring allgather of the n parts of `buf`, where rank r (in rotated rank
+ * (r - first + n) % n) already holds its own part. */
+void ct_ring_allgather(ct_sched *s, const ct_params *p, int buf, int first);
+
+/* Recursive-halving reduce-scatter among the power-of-two subset of ranks,
+ * used by Rabenseifner's algorithms. See reduce_rabenseifner.c. */
+typedef struct ct_rsag {
+    int pof2, rem;
+    int newrank;     /* -1 if this rank sits out after the first fold */
+    int vrank;       /* rank rotated so that the result lands at vrank 0 */
+    int work;        /* buffer the reduction runs in */
+} ct_rsag;
+int ct_rsag_reduce_scatter(ct_sched *s, const ct_params *p, int top, int work, ct_rsag *st);
+/* Real rank of the power-of-two participant with new rank nr. */
+int ct_rsag_real(const ct_params *p, int top, int pof2, int rem, int nr);
+/* Element range owned by new rank nr's window [wlo, whi) of pof2 parts. */
+void ct_rsag_range(size_t count, int pof2, int wlo, int whi, size_t *off, size_t *len);
+
+static inline int ct_pof2_floor(int n)
+{
+    int p = 1;
+    while (p * 2 <= n)
+        p *= 2;
+    return p;
+}
+
+#endif

@@ -1,0 +1,127 @@
+/*
+ * The registry: every algorithm colltune has, with its properties. Code (the
+ * API, the bench, the tuner), docs (colltune algorithms) and tests (the
+ * schedule checks iterate over it) all derive from this one table.
+ */
+#include "registry.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define SEG CT_ALG_SEGMENTABLE
+#define COMM CT_ALG_NEEDS_COMMUTE
+#define RADIX CT_ALG_TAKES_RADIX
+#define NATIVE CT_ALG_NATIVE
+
+static const ct_registry_entry table[] = {
+    {{CT_BCAST, "native", NATIVE, 0, "the MPI library's MPI_Bcast"}, NULL},
+    {{CT_BCAST, "linear", SEG, 0, "root sends to every rank (flat tree)"}, ct_bcast_linear},
+    {{CT_BCAST, "chain", SEG, 0, "chain root -> root+1 -> ..."}, ct_bcast_chain},
+    {{CT_BCAST, "pipeline", SEG, 16384, "segmented chain, segments forwarded as they arrive"},
+     ct_bcast_pipeline},
+    {{CT_BCAST, "binary", SEG, 0, "binary tree"}, ct_bcast_binary},
+    {{CT_BCAST, "binomial", SEG, 0, "binomial tree, largest subtree first"}, ct_bcast_binomial},
+    {{CT_BCAST, "knomial", SEG | RADIX, 0, "k-nomial tree (radix option, default 4)"},
+     ct_bcast_knomial},
+    {{CT_BCAST, "scatter_allgather", 0, 0, "binomial scatter + ring allgather (large messages)"},
+     ct_bcast_scatter_allgather},
+
+    {{CT_REDUCE, "native", NATIVE, 0, "the MPI library's MPI_Reduce"}, NULL},
+    {{CT_REDUCE, "linear", SEG, 0, "root receives every vector, reduces in rank order"},
+     ct_reduce_linear},
+    {{CT_REDUCE, "chain", SEG, 0, "chain towards the root"}, ct_reduce_chain},
+    {{CT_REDUCE, "binary", SEG | COMM, 0, "binary tree"}, ct_reduce_binary},
+    {{CT_REDUCE, "binomial", SEG, 0, "binomial tree, rank order kept"}, ct_reduce_binomial},
+    {{CT_REDUCE, "rabenseifner", COMM, 0, "reduce-scatter (recursive halving) + binomial gather"},
+     ct_reduce_rabenseifner},
+
+    {{CT_ALLREDUCE, "native", NATIVE, 0, "the MPI library's MPI_Allreduce"}, NULL},
+    {{CT_ALLREDUCE, "reduce_bcast", SEG, 0, "binomial reduce to rank 0 + binomial bcast"},
+     ct_allreduce_reduce_bcast},
+    {{CT_ALLREDUCE, "allgather_reduce", 0, 0, "ring allgather of all vectors + local reduce"},
+     ct_allreduce_allgather_reduce},
+    {{CT_ALLREDUCE, "recursive_doubling", 0, 0, "log2(N) whole-vector exchanges"},
+     ct_allreduce_recursive_doubling},
+    {{CT_ALLREDUCE, "ring", COMM, 0, "ring reduce-scatter + ring allgather"}, ct_allreduce_ring},
+    {{CT_ALLREDUCE, "rabenseifner", COMM, 0,
+      "reduce-scatter (recursive halving) + allgather (recursive doubling)"},
+     ct_allreduce_rabenseifner},
+};
+
+#define NENTRIES ((int)(sizeof table / sizeof table[0]))
+
+static const char *const coll_names[CT_NCOLL] = {"bcast", "reduce", "allreduce"};
+
+int ct_algorithm_count(void) { return NENTRIES; }
+
+const ct_algorithm_info *ct_algorithm_get(int i)
+{
+    return (i >= 0 && i < NENTRIES) ? &table[i].info : NULL;
+}
+
+const ct_registry_entry *ct_registry_find(ct_coll coll, const char *name)
+{
+    if (!name)
+        return NULL;
+    for (int i = 0; i < NENTRIES; i++)
+        if (table[i].info.coll == coll && strcmp(table[i].info.name, name) == 0)
+            return &table[i];
+    return NULL;
+}
+
+const ct_algorithm_info *ct_algorithm_find(ct_coll coll, const char *name)
+{
+    const ct_registry_entry *e = ct_registry_find(coll, name);
+    return e ? &e->info : NULL;
+}
+
+const char *ct_coll_name(ct_coll coll)
+{
+    return (coll >= 0 && coll < CT_NCOLL) ? coll_names[coll] : NULL;
+}
+
+int ct_coll_from_name(const char *name)
+{
+    for (int c = 0; c < CT_NCOLL; c++)
+        if (name && strcmp(name, coll_names[c]) == 0)
+            return c;
+    return -1;
+}
+
+int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s)
+{
+    const ct_registry_entry *e = ct_registry_find((ct_coll)p->coll, alg);
+    if (!e || !e->generate)
+        return -1;
+    ct_sched_reset(s);
+    if (p->count == 0 || p->size == 1) {
+        /* Nothing to move; a single rank only copies its input. */
+        if (p->count > 0 && p->coll != CT_BCAST && !p->in_place)
+            ct_sched_copy(s, CT_BUF_SRC, 0, CT_BUF_DST, 0, p->count);
+        return s->error ? -1 : 0;
+    }
+    int rc = e->generate(p, s);
+    return (rc || s->error) ? -1 : 0;
+}
+
+const char *ct_registry_json(void)
+{
+    static char buf[16384];
+    if (buf[0])
+        return buf;
+    size_t used = 0;
+    used += (size_t)snprintf(buf + used, sizeof buf - used, "[");
+    for (int i = 0; i < NENTRIES && used < sizeof buf; i++) {
+        const ct_algorithm_info *a = &table[i].info;
+        used += (size_t)snprintf(
+            buf + used, sizeof buf - used,
+            "%s{\"coll\":\"%s\",\"name\":\"%s\",\"segmentable\":%s,\"needs_commutative\":%s,"
+            "\"takes_radix\":%s,\"native\":%s,\"default_segsize\":%lld,\"summary\":\"%s\"}",
+            i ? "," : "", coll_names[a->coll], a->name, (a->flags & SEG) ? "true" : "false",
+            (a->flags & COMM) ? "true" : "false", (a->flags & RADIX) ? "true" : "false",
+            (a->flags & NATIVE) ? "true" : "false", a->default_segsize, a->summary);
+    }
+    if (used < sizeof buf)
+        snprintf(buf + used, sizeof buf - used, "]");
+    return buf;
+}

@@ -1,0 +1,114 @@
+#include "exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int ct_exec_describe_type(ct_exec_ctx *ctx, MPI_Datatype datatype)
+{
+    MPI_Aint lb;
+    int size, rc;
+    ctx->datatype = datatype;
+    if ((rc = MPI_Type_get_extent(datatype, &lb, &ctx->extent)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = MPI_Type_get_true_extent(datatype, &ctx->true_lb, &ctx->true_extent)) !=
+        MPI_SUCCESS)
+        return rc;
+    if ((rc = MPI_Type_size(datatype, &size)) != MPI_SUCCESS)
+        return rc;
+    ctx->type_size = (size_t)size;
+    ctx->contiguous = (MPI_Aint)size == ctx->extent && ctx->true_extent == ctx->extent &&
+                      ctx->true_lb == 0;
+    return MPI_SUCCESS;
+}
+
+static void *region(void *const *bases, const ct_exec_ctx *c, const ct_region *r)
+{
+    return (char *)bases[r->buf] + (MPI_Aint)r->off * c->extent;
+}
+
+static int local_copy(const ct_exec_ctx *c, const void *from, void *to, size_t count,
+                      void **scratch, size_t *scratch_len)
+{
+    if (from == to)
+        return MPI_SUCCESS; /* in-place: the data is already there */
+    if (c->contiguous) {
+        memcpy(to, from, count * c->type_size);
+        return MPI_SUCCESS;
+    }
+    /* Derived types with holes: pack then unpack, so the holes of the
+     * destination are left untouched as MPI requires. */
+    int bytes, pos = 0, rc;
+    if ((rc = MPI_Pack_size((int)count, c->datatype, MPI_COMM_SELF, &bytes)) != MPI_SUCCESS)
+        return rc;
+    if ((size_t)bytes > *scratch_len) {
+        void *n = realloc(*scratch, (size_t)bytes);
+        if (!n)
+            return MPI_ERR_NO_MEM;
+        *scratch = n;
+        *scratch_len = (size_t)bytes;
+    }
+    if ((rc = MPI_Pack(from, (int)count, c->datatype, *scratch, bytes, &pos, MPI_COMM_SELF)) !=
+        MPI_SUCCESS)
+        return rc;
+    pos = 0;
+    return MPI_Unpack(*scratch, bytes, &pos, to, (int)count, c->datatype, MPI_COMM_SELF);
+}
+
+int ct_exec(const ct_sched *s, const ct_exec_ctx *c)
+{
+    void *bases[CT_MAX_BUFS] = {c->src, c->dst};
+    char *slab = NULL;
+    void *scratch = NULL;
+    size_t scratch_len = 0, total = 0, offs[CT_MAX_BUFS];
+    MPI_Request *reqs = NULL;
+    int rc = MPI_SUCCESS, maxlen = 0;
+
+    for (int b = CT_BUF_TMP0; b < s->nbufs; b++) {
+        size_t n = s->buf_count[b];
+        size_t bytes = n ? (size_t)((MPI_Aint)(n - 1) * c->extent + c->true_extent) : 0;
+        offs[b] = total;
+        total += (bytes + 63) & ~(size_t)63;
+    }
+    if (total && !(slab = malloc(total)))
+        return MPI_ERR_NO_MEM;
+    for (int b = CT_BUF_TMP0; b < s->nbufs; b++)
+        bases[b] = slab + offs[b] - c->true_lb;
+    for (int r = 0; r < s->nrounds; r++)
+        if (ct_sched_round_len(s, r) > maxlen)
+            maxlen = ct_sched_round_len(s, r);
+    if (maxlen && !(reqs = malloc(sizeof(MPI_Request) * (size_t)maxlen))) {
+        free(slab);
+        return MPI_ERR_NO_MEM;
+    }
+
+    for (int r = 0; r < s->nrounds && rc == MPI_SUCCESS; r++) {
+        int first = s->round_start[r], len = ct_sched_round_len(s, r), nreq = 0;
+        for (int i = first; i < first + len && rc == MPI_SUCCESS; i++) {
+            const ct_op *o = &s->ops[i];
+            if (o->kind == CT_OP_SEND)
+                rc = MPI_Isend(region(bases, c, &o->a), (int)o->a.count, c->datatype, o->peer,
+                               c->tag, c->comm, &reqs[nreq++]);
+            else if (o->kind == CT_OP_RECV)
+                rc = MPI_Irecv(region(bases, c, &o->a), (int)o->a.count, c->datatype, o->peer,
+                               c->tag, c->comm, &reqs[nreq++]);
+        }
+        if (nreq) {
+            int wrc = MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
+            if (rc == MPI_SUCCESS)
+                rc = wrc;
+        }
+        for (int i = first; i < first + len && rc == MPI_SUCCESS; i++) {
+            const ct_op *o = &s->ops[i];
+            if (o->kind == CT_OP_REDUCE)
+                rc = MPI_Reduce_local(region(bases, c, &o->a), region(bases, c, &o->b),
+                                      (int)o->a.count, c->datatype, c->op);
+            else if (o->kind == CT_OP_COPY)
+                rc = local_copy(c, region(bases, c, &o->a), region(bases, c, &o->b),
+                                o->a.count, &scratch, &scratch_len);
+        }
+    }
+    free(reqs);
+    free(scratch);
+    free(slab);
+    return rc;
+}

@@ -1,0 +1,26 @@
+/* The executor: runs one rank's schedule over MPI point-to-point. */
+#ifndef CT_EXEC_H
+#define CT_EXEC_H
+
+#include <mpi.h>
+
+#include "sched.h"
+
+typedef struct ct_exec_ctx {
+    void *src, *dst;          /* the caller's buffers (element 0) */
+    MPI_Datatype datatype;
+    MPI_Aint extent, true_lb, true_extent;
+    int contiguous;           /* no holes: local copies may use memcpy */
+    size_t type_size;
+    MPI_Op op;
+    MPI_Comm comm;            /* colltune's private communicator */
+    int tag;
+} ct_exec_ctx;
+
+/* Fills the datatype fields of ctx. */
+int ct_exec_describe_type(ct_exec_ctx *ctx, MPI_Datatype datatype);
+
+/* Runs s to completion. Returns MPI_SUCCESS or the first MPI error. */
+int ct_exec(const ct_sched *s, const ct_exec_ctx *ctx);
+
+#endif

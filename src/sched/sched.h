@@ -1,0 +1,100 @@
+/*
+ * A schedule is data: ordered rounds of SEND / RECV / REDUCE / COPY on buffer
+ * regions. One schedule describes what one rank does in one collective call.
+ *
+ * Round semantics (shared by every interpreter: executor, simulator, model):
+ *   1. all SENDs and RECVs of the round are started together;
+ *   2. the round waits until every one of them has completed;
+ *   3. then its REDUCEs and COPYs run, in the order they were added.
+ * So a local operation sees the data received in its own round, and data a
+ * round sends must have been produced by an earlier round.
+ *
+ * Regions count in elements of the collective's datatype, never in bytes, so
+ * the same schedule serves any datatype (element i lives at i * extent).
+ * Messages between a pair of ranks match in the order they are posted.
+ */
+#ifndef CT_SCHED_H
+#define CT_SCHED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Buffer ids. SRC is the caller's input (never written), DST its output. */
+enum { CT_BUF_SRC = 0, CT_BUF_DST = 1, CT_BUF_TMP0 = 2 };
+#define CT_MAX_BUFS 64
+
+typedef enum ct_opkind { CT_OP_SEND = 0, CT_OP_RECV, CT_OP_REDUCE, CT_OP_COPY } ct_opkind;
+
+typedef struct ct_region {
+    int buf;          /* CT_BUF_* or a temporary from ct_sched_tmp */
+    size_t off;       /* first element */
+    size_t count;     /* elements */
+} ct_region;
+
+typedef struct ct_op {
+    ct_opkind kind;
+    int peer;         /* SEND / RECV: the other rank */
+    ct_region a;      /* SEND: data; RECV: destination; REDUCE / COPY: source */
+    ct_region b;      /* REDUCE: b = a (op) b, a on the left; COPY: destination */
+} ct_op;
+
+typedef struct ct_sched {
+    ct_op *ops;
+    int nops, cap_ops;
+    int *round_start;       /* index of the first op of each round */
+    int nrounds, cap_rounds;
+    int nbufs;              /* CT_BUF_TMP0 + number of temporaries */
+    size_t buf_count[CT_MAX_BUFS]; /* elements of each temporary */
+    int error;              /* sticky: nonzero once an allocation failed */
+} ct_sched;
+
+/* Everything a generator may depend on: no MPI object in here, so every
+ * rank's schedule can be generated in one process. */
+typedef struct ct_params {
+    int coll;               /* ct_coll */
+    int size, rank, root;   /* root is ignored by allreduce */
+    size_t count;           /* elements */
+    size_t type_size;       /* bytes of data in one element */
+    size_t segcount;        /* elements per segment; 0 = one segment */
+    int radix;              /* k-nomial radix (>= 2) */
+    int commutative;        /* the operation is commutative */
+    int in_place;           /* input is in DST (MPI_IN_PLACE) */
+} ct_params;
+
+typedef int (*ct_generator)(const ct_params *p, ct_sched *s);
+
+void ct_sched_init(ct_sched *s);
+void ct_sched_free(ct_sched *s);
+void ct_sched_reset(ct_sched *s);
+
+/* Starts a new round; operations added next belong to it. Empty rounds are
+ * dropped, so generators may call this freely. */
+void ct_sched_round(ct_sched *s);
+/* A temporary of count elements; returns its buffer id (-1 on error). */
+int ct_sched_tmp(ct_sched *s, size_t count);
+
+/* Builders. Zero-count communications are dropped (both sides of a message
+ * compute the same count, so they stay matched). */
+void ct_sched_send(ct_sched *s, int peer, int buf, size_t off, size_t count);
+void ct_sched_recv(ct_sched *s, int peer, int buf, size_t off, size_t count);
+/* dst = src (op) dst over count elements. */
+void ct_sched_reduce(ct_sched *s, int sbuf, size_t soff, int dbuf, size_t doff,
+                     size_t count);
+void ct_sched_copy(ct_sched *s, int sbuf, size_t soff, int dbuf, size_t doff,
+                   size_t count);
+
+/* Number of ops in round r, and its first op. */
+static inline int ct_sched_round_len(const ct_sched *s, int r)
+{
+    int end = (r + 1 < s->nrounds) ? s->round_start[r + 1] : s->nops;
+    return end - s->round_start[r];
+}
+
+/* Generates the schedule of p->rank for algorithm alg of collective p->coll.
+ * Returns 0, or -1 when the algorithm does not exist or is native. */
+int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s);
+
+/* Elements per segment for a byte segment size (at least one element). */
+size_t ct_segcount_for(long long segsize_bytes, size_t type_size);
+
+#endif

@@ -1,0 +1,235 @@
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pending {
+    int rank, op;
+} pending;
+
+typedef struct queue {
+    pending *items;
+    int head, len, cap;
+} queue;
+
+typedef struct sim {
+    int n;
+    ct_sched *const *scheds;
+    unsigned char **bufs; /* n * CT_MAX_BUFS base pointers */
+    size_t *bufcount;     /* n * CT_MAX_BUFS sizes in elements (SIZE_MAX: unknown) */
+    size_t esz;
+    queue *sendq, *recvq; /* per (src, dst) pair */
+    int *round, *posted, *left;
+    ct_sim_result *res;
+} sim;
+
+static int push(queue *q, pending p)
+{
+    if (q->len == q->cap) {
+        int ncap = q->cap ? 2 * q->cap : 8;
+        pending *ni = realloc(q->items, sizeof(pending) * (size_t)ncap);
+        if (!ni)
+            return -1;
+        q->items = ni;
+        q->cap = ncap;
+    }
+    q->items[q->len++] = p;
+    return 0;
+}
+
+static unsigned char *addr(sim *S, int rank, const ct_region *r, const char *what)
+{
+    if (r->buf < 0 || r->buf >= S->scheds[rank]->nbufs ||
+        r->off + r->count > S->bufcount[rank * CT_MAX_BUFS + r->buf]) {
+        snprintf(S->res->error, sizeof S->res->error,
+                 "rank %d: %s region buf %d [%zu,+%zu) out of range", rank, what, r->buf,
+                 r->off, r->count);
+        return NULL;
+    }
+    unsigned char *base = S->bufs[rank * CT_MAX_BUFS + r->buf];
+    if (!base) {
+        snprintf(S->res->error, sizeof S->res->error, "rank %d: %s uses missing buffer %d",
+                 rank, what, r->buf);
+        return NULL;
+    }
+    return base + r->off * S->esz;
+}
+
+static int try_match(sim *S, int src, int dst)
+{
+    queue *sq = &S->sendq[src * S->n + dst], *rq = &S->recvq[dst * S->n + src];
+    while (sq->head < sq->len && rq->head < rq->len) {
+        pending ps = sq->items[sq->head++], pr = rq->items[rq->head++];
+        const ct_op *so = &S->scheds[src]->ops[ps.op], *ro = &S->scheds[dst]->ops[pr.op];
+        if (so->a.count != ro->a.count) {
+            snprintf(S->res->error, sizeof S->res->error,
+                     "message %d->%d: send of %zu elements matched a receive of %zu", src, dst,
+                     so->a.count, ro->a.count);
+            return -1;
+        }
+        if (ro->a.buf == CT_BUF_SRC) {
+            snprintf(S->res->error, sizeof S->res->error, "rank %d receives into its input",
+                     dst);
+            return -1;
+        }
+        unsigned char *from = addr(S, src, &so->a, "send"), *to = addr(S, dst, &ro->a, "recv");
+        if (!from || !to)
+            return -1;
+        memmove(to, from, so->a.count * S->esz);
+        S->res->messages++;
+        S->res->elements += (long long)so->a.count;
+        S->left[src]--;
+        S->left[dst]--;
+    }
+    return 0;
+}
+
+static int local_ops(sim *S, int rank, int r, ct_sim_reduce_fn reduce)
+{
+    const ct_sched *s = S->scheds[rank];
+    int first = s->round_start[r], len = ct_sched_round_len(s, r);
+    for (int i = first; i < first + len; i++) {
+        const ct_op *o = &s->ops[i];
+        if (o->kind != CT_OP_REDUCE && o->kind != CT_OP_COPY)
+            continue;
+        unsigned char *a = addr(S, rank, &o->a, "local source");
+        unsigned char *b = addr(S, rank, &o->b, "local destination");
+        if (!a || !b)
+            return -1;
+        if (o->b.buf == CT_BUF_SRC) {
+            snprintf(S->res->error, sizeof S->res->error, "rank %d writes its input buffer",
+                     rank);
+            return -1;
+        }
+        if (o->kind == CT_OP_COPY)
+            memmove(b, a, o->a.count * S->esz);
+        else
+            reduce(a, b, o->a.count);
+    }
+    return 0;
+}
+
+int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *dst,
+               size_t user_count, size_t elem_size, ct_sim_reduce_fn reduce,
+               ct_sim_result *res)
+{
+    memset(res, 0, sizeof *res);
+    sim S = {.n = n, .scheds = scheds, .esz = elem_size, .res = res};
+    int rc = -1;
+    S.bufs = calloc((size_t)n * CT_MAX_BUFS, sizeof *S.bufs);
+    S.bufcount = calloc((size_t)n * CT_MAX_BUFS, sizeof *S.bufcount);
+    S.sendq = calloc((size_t)n * n, sizeof(queue));
+    S.recvq = calloc((size_t)n * n, sizeof(queue));
+    S.round = calloc((size_t)n, sizeof(int));
+    S.posted = calloc((size_t)n, sizeof(int));
+    S.left = calloc((size_t)n, sizeof(int));
+    if (!S.bufs || !S.bufcount || !S.sendq || !S.recvq || !S.round || !S.posted || !S.left ) {
+        snprintf(res->error, sizeof res->error, "out of memory");
+        goto out;
+    }
+    for (int r = 0; r < n; r++) {
+        const ct_sched *s = scheds[r];
+        if (s->error) {
+            snprintf(res->error, sizeof res->error, "rank %d: schedule has an error", r);
+            goto out;
+        }
+        S.bufs[r * CT_MAX_BUFS + CT_BUF_SRC] = src[r];
+        S.bufs[r * CT_MAX_BUFS + CT_BUF_DST] = dst[r];
+        S.bufcount[r * CT_MAX_BUFS + CT_BUF_SRC] = user_count;
+        S.bufcount[r * CT_MAX_BUFS + CT_BUF_DST] = user_count;
+        for (int b = CT_BUF_TMP0; b < s->nbufs; b++) {
+            S.bufcount[r * CT_MAX_BUFS + b] = s->buf_count[b];
+            S.bufs[r * CT_MAX_BUFS + b] = calloc(s->buf_count[b] ? s->buf_count[b] : 1, elem_size);
+            if (!S.bufs[r * CT_MAX_BUFS + b]) {
+                snprintf(res->error, sizeof res->error, "out of memory");
+                goto out;
+            }
+        }
+        if (s->nrounds > res->max_rounds)
+            res->max_rounds = s->nrounds;
+        for (int i = 0; i < s->nops; i++)
+            if ((s->ops[i].kind == CT_OP_SEND || s->ops[i].kind == CT_OP_RECV) &&
+                (s->ops[i].peer < 0 || s->ops[i].peer >= n || s->ops[i].peer == r)) {
+                snprintf(res->error, sizeof res->error, "rank %d: op %d has bad peer %d", r, i,
+                         s->ops[i].peer);
+                goto out;
+            }
+    }
+
+    for (int progress = 1; progress;) {
+        progress = 0;
+        for (int r = 0; r < n; r++) {
+            const ct_sched *s = scheds[r];
+            if (S.round[r] >= s->nrounds)
+                continue;
+            int rd = S.round[r];
+            if (!S.posted[r]) {
+                S.posted[r] = 1;
+                progress = 1;
+                int first = s->round_start[rd], len = ct_sched_round_len(s, rd);
+                for (int i = first; i < first + len; i++) {
+                    const ct_op *o = &s->ops[i];
+                    if (o->kind == CT_OP_SEND) {
+                        S.left[r]++;
+                        if (push(&S.sendq[r * n + o->peer], (pending){r, i}))
+                            goto oom;
+                    } else if (o->kind == CT_OP_RECV) {
+                        S.left[r]++;
+                        if (push(&S.recvq[r * n + o->peer], (pending){r, i}))
+                            goto oom;
+                    }
+                }
+                for (int i = first; i < first + len; i++) {
+                    const ct_op *o = &s->ops[i];
+                    if (o->kind == CT_OP_SEND && try_match(&S, r, o->peer))
+                        goto out;
+                    if (o->kind == CT_OP_RECV && try_match(&S, o->peer, r))
+                        goto out;
+                }
+            }
+            if (S.left[r] == 0) {
+                if (local_ops(&S, r, rd, reduce))
+                    goto out;
+                S.round[r]++;
+                S.posted[r] = 0;
+                progress = 1;
+            }
+        }
+    }
+    for (int r = 0; r < n; r++)
+        if (S.round[r] < scheds[r]->nrounds) {
+            snprintf(res->error, sizeof res->error,
+                     "deadlock: rank %d stuck in round %d of %d (%d ops pending)", r,
+                     S.round[r], scheds[r]->nrounds, S.left[r]);
+            goto out;
+        }
+    for (int i = 0; i < n * n; i++)
+        if (S.sendq[i].head != S.sendq[i].len || S.recvq[i].head != S.recvq[i].len) {
+            snprintf(res->error, sizeof res->error, "unmatched message between ranks %d and %d",
+                     i / n, i % n);
+            goto out;
+        }
+    rc = 0;
+    goto out;
+oom:
+    snprintf(res->error, sizeof res->error, "out of memory");
+out:
+    if (S.bufs)
+        for (int r = 0; r < n; r++)
+            for (int b = CT_BUF_TMP0; b < CT_MAX_BUFS; b++)
+                free(S.bufs[r * CT_MAX_BUFS + b]);
+    if (S.sendq)
+        for (int i = 0; i < n * n; i++) {
+            free(S.sendq[i].items);
+            free(S.recvq[i].items);
+        }
+    free(S.bufs);
+    free(S.bufcount);
+    free(S.sendq);
+    free(S.recvq);
+    free(S.round);
+    free(S.posted);
+    free(S.left);
+    return rc;
+}

@@ -1,0 +1,30 @@
+/*
+ * The simulator: runs the schedules of all ranks of one collective in one
+ * process, with real data and no MPI. Sends complete only when the matching
+ * receive is posted (rendezvous), so a schedule that could deadlock on a real
+ * MPI deadlocks here and is reported. Tests use it to check every algorithm
+ * for every N; the model builds on the same replay.
+ */
+#ifndef CT_SIM_H
+#define CT_SIM_H
+
+#include "sched.h"
+
+/* inout = in (op) inout, over count elements (as MPI_Reduce_local). */
+typedef void (*ct_sim_reduce_fn)(const void *in, void *inout, size_t count);
+
+typedef struct ct_sim_result {
+    long messages;     /* SENDs matched */
+    long long elements;/* elements carried by them */
+    int max_rounds;    /* the longest schedule, in rounds */
+    char error[256];   /* empty on success */
+} ct_sim_result;
+
+/* Runs scheds[0..n-1]; src[r] / dst[r] are rank r's buffers of user_count
+ * elements of elem_size bytes (NULL where the rank has none). Returns 0, or -1 with res->error set (unmatched message,
+ * size mismatch, deadlock, out-of-range region or peer). */
+int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *dst,
+               size_t user_count, size_t elem_size, ct_sim_reduce_fn reduce,
+               ct_sim_result *res);
+
+#endif
