@@ -1,1 +1,358 @@
-int main(void){return 0;}
+/*
+ * ct_bench: OSU-style latency benchmark of one collective, for any list of
+ * colltune algorithms and the native MPI collective, over a range of sizes.
+ * Launched under mpiexec (usually by `colltune bench`).
+ *
+ * Per iteration every rank times the collective alone (a barrier separates
+ * iterations, outside the timed region, as osu_bcast does). Reported per size:
+ * the OSU columns (average over ranks of each rank's mean, min and max over
+ * ranks) and the median over iterations of the slowest rank's time, whose
+ * per-iteration values are the raw samples.
+ *
+ * --json FILE writes JSON Lines: a header object (op, ranks, MPI library,
+ * binding), then one object per (algorithm, size) as soon as it is measured,
+ * so an interrupted run keeps everything it finished.
+ */
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "colltune.h"
+
+typedef struct bench_args {
+    ct_coll coll;
+    char algs[1024];
+    long long min_size, max_size, segsize;
+    int iters, warmup, root, check, progress, radix;
+    const char *json, *binding;
+} bench_args;
+
+static int rank, nprocs;
+
+static void usage(void)
+{
+    if (rank == 0)
+        fprintf(stderr,
+                "usage: ct_bench --op bcast|reduce|allreduce [--algs a,b,...|all] [--min B] "
+                "[--max B]\n  [--iters N] [--warmup N] [--segsize B] [--radix K] [--root R] "
+                "[--check] [--progress]\n  [--binding LABEL] [--json FILE]\n");
+}
+
+static int parse(int argc, char **argv, bench_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->coll = CT_NCOLL;
+    strcpy(a->algs, "all");
+    a->min_size = 8;
+    a->max_size = 4 << 20;
+    a->binding = "none";
+    for (int i = 1; i < argc; i++) {
+        const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(k, "--check")) {
+            a->check = 1;
+            continue;
+        }
+        if (!strcmp(k, "--progress")) {
+            a->progress = 1;
+            continue;
+        }
+        if (!v)
+            return -1;
+        i++;
+        if (!strcmp(k, "--op"))
+            a->coll = (ct_coll)ct_coll_from_name(v);
+        else if (!strcmp(k, "--algs"))
+            snprintf(a->algs, sizeof a->algs, "%s", v);
+        else if (!strcmp(k, "--min"))
+            a->min_size = atoll(v);
+        else if (!strcmp(k, "--max"))
+            a->max_size = atoll(v);
+        else if (!strcmp(k, "--iters"))
+            a->iters = atoi(v);
+        else if (!strcmp(k, "--warmup"))
+            a->warmup = atoi(v);
+        else if (!strcmp(k, "--segsize"))
+            a->segsize = atoll(v);
+        else if (!strcmp(k, "--radix"))
+            a->radix = atoi(v);
+        else if (!strcmp(k, "--root"))
+            a->root = atoi(v);
+        else if (!strcmp(k, "--json"))
+            a->json = v;
+        else if (!strcmp(k, "--binding"))
+            a->binding = v;
+        else
+            return -1;
+    }
+    if ((int)a->coll < 0 || a->coll >= CT_NCOLL || a->min_size < 1 || a->max_size < a->min_size ||
+        a->root < 0 || a->root >= nprocs || a->iters < 0 || a->warmup < 0)
+        return -1;
+    return 0;
+}
+
+/* Iterations for a size: enough for a stable median, bounded in volume. */
+static int iterations_for(const bench_args *a, long long size)
+{
+    if (a->iters)
+        return a->iters;
+    long long n = (64LL << 20) / size;
+    return (int)(n < 20 ? 20 : n > 1000 ? 1000 : n);
+}
+
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int run_once(const bench_args *a, const ct_options *o, void *sbuf, void *rbuf, int count,
+                    MPI_Datatype dt)
+{
+    switch (a->coll) {
+    case CT_BCAST:
+        return ct_bcast(rbuf, count, dt, a->root, MPI_COMM_WORLD, o);
+    case CT_REDUCE:
+        return ct_reduce(sbuf, rbuf, count, dt, MPI_SUM, a->root, MPI_COMM_WORLD, o);
+    default:
+        return ct_allreduce(sbuf, rbuf, count, dt, MPI_SUM, MPI_COMM_WORLD, o);
+    }
+}
+
+static void fill(const bench_args *a, char *sbuf, char *rbuf, size_t bytes, int count)
+{
+    if (a->coll == CT_BCAST) {
+        for (size_t i = 0; i < bytes; i++)
+            rbuf[i] = rank == a->root ? (char)(i * 7 + 3) : 0;
+    } else {
+        /* Small integers: sums are exact whatever the order of reduction. */
+        for (int i = 0; i < count; i++)
+            ((double *)sbuf)[i] = (double)((rank + 1) * (i % 17));
+        memset(rbuf, 0, bytes);
+    }
+}
+
+/* One call of the algorithm against one native call on the same input. */
+static int check_result(const bench_args *a, const ct_options *o, char *sbuf, char *rbuf,
+                        char *ref, size_t bytes, int count, MPI_Datatype dt)
+{
+    ct_options native;
+    ct_options_init(&native);
+    native.algorithm = "native";
+    fill(a, sbuf, ref, bytes, count);
+    int rc = run_once(a, &native, sbuf, ref, count, dt);
+    fill(a, sbuf, rbuf, bytes, count);
+    rc |= run_once(a, o, sbuf, rbuf, count, dt);
+    int ok = rc == MPI_SUCCESS &&
+             (a->coll == CT_REDUCE && rank != a->root ? 1 : memcmp(ref, rbuf, bytes) == 0);
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    return all;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", (unsigned char)*s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    bench_args a;
+    if (parse(argc, argv, &a)) {
+        usage();
+        MPI_Finalize();
+        return 2;
+    }
+
+    /* The algorithms to run, validated before any timing. */
+    const char *names[64];
+    int nalgs = 0;
+    static char algbuf[1024];
+    if (!strcmp(a.algs, "all")) {
+        for (int i = 0; i < ct_algorithm_count() && nalgs < 64; i++)
+            if (ct_algorithm_get(i)->coll == a.coll)
+                names[nalgs++] = ct_algorithm_get(i)->name;
+    } else {
+        snprintf(algbuf, sizeof algbuf, "%s", a.algs);
+        for (char *t = strtok(algbuf, ","); t && nalgs < 64; t = strtok(NULL, ",")) {
+            if (!ct_algorithm_find(a.coll, t)) {
+                if (rank == 0)
+                    fprintf(stderr, "ct_bench: unknown %s algorithm '%s'\n",
+                            ct_coll_name(a.coll), t);
+                MPI_Finalize();
+                return 2;
+            }
+            names[nalgs++] = t;
+        }
+    }
+
+    MPI_Datatype dt = a.coll == CT_BCAST ? MPI_BYTE : MPI_DOUBLE;
+    int esize = a.coll == CT_BCAST ? 1 : (int)sizeof(double);
+    size_t maxbytes = (size_t)a.max_size + (size_t)esize;
+    char *sbuf = malloc(maxbytes), *rbuf = malloc(maxbytes), *ref = malloc(maxbytes);
+    int maxiters = iterations_for(&a, a.min_size);
+    double *times = malloc(sizeof(double) * (size_t)maxiters);
+    double *slowest = malloc(sizeof(double) * (size_t)maxiters);
+    double *sorted = malloc(sizeof(double) * (size_t)maxiters);
+    if (!sbuf || !rbuf || !ref || !times || !slowest || !sorted) {
+        fprintf(stderr, "ct_bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    memset(sbuf, 0, maxbytes);
+
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int liblen;
+    MPI_Get_library_version(lib, &liblen);
+    char *nl = strchr(lib, '\n');
+    if (nl)
+        *nl = 0;
+
+    /* Where every rank actually runs, so the recorded binding is a fact. */
+    cpu_set_t set;
+    int mycpu = -1, ncpus = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        ncpus = CPU_COUNT(&set);
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set)) {
+                mycpu = ncpus == 1 ? c : -1;
+                break;
+            }
+    }
+    int *cpus = rank == 0 ? malloc(sizeof(int) * (size_t)nprocs) : NULL;
+    MPI_Gather(&mycpu, 1, MPI_INT, cpus, 1, MPI_INT, 0, MPI_COMM_WORLD);
+
+    FILE *jf = NULL;
+    if (rank == 0 && a.json) {
+        jf = fopen(a.json, "w");
+        if (!jf) {
+            perror(a.json);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        fprintf(jf, "{\"schema\":\"colltune-bench/1\",\"op\":\"%s\",\"ranks\":%d,\"datatype\":\"%s\","
+                    "\"mpi\":{\"library\":",
+                ct_coll_name(a.coll), nprocs, a.coll == CT_BCAST ? "MPI_BYTE" : "MPI_DOUBLE");
+        json_string(jf, lib);
+        fprintf(jf, "},\"binding\":");
+        json_string(jf, a.binding);
+        fprintf(jf, ",\"rank_cpus\":[");
+        for (int r = 0; r < nprocs; r++)
+            fprintf(jf, "%s%d", r ? "," : "", cpus[r]);
+        fprintf(jf, "],\"iterations\":%d,\"warmup\":%d,\"root\":%d,\"segsize\":%lld,\"radix\":%d}\n",
+                a.iters, a.warmup, a.root, a.segsize, a.radix);
+        fflush(jf);
+    }
+
+    int nsizes = 0;
+    for (long long s = a.min_size; s <= a.max_size; s *= 2)
+        nsizes++;
+    int step = 0, failed = 0;
+    for (int ai = 0; ai < nalgs; ai++) {
+        ct_options o;
+        ct_options_init(&o);
+        o.algorithm = names[ai];
+        const ct_algorithm_info *info = ct_algorithm_find(a.coll, names[ai]);
+        if (a.segsize > 0 && (info->flags & CT_ALG_SEGMENTABLE)) {
+            o.has_segsize = 1;
+            o.segsize = a.segsize;
+        }
+        o.radix = a.radix;
+        long long seg_used = o.has_segsize ? o.segsize : info->default_segsize;
+        if (rank == 0) {
+            printf("# %s %s (segment %lld B), %d ranks\n", ct_coll_name(a.coll), names[ai],
+                   seg_used, nprocs);
+            printf("%-12s%20s%20s%20s%14s%12s\n", "# Size", "Avg Latency(us)", "Min Latency(us)",
+                   "Max Latency(us)", "Median(us)", "Iterations");
+        }
+        for (long long size = a.min_size; size <= a.max_size; size *= 2, step++) {
+            int count = (int)((size + esize - 1) / esize);
+            size_t bytes = (size_t)count * (size_t)esize;
+            int iters = iterations_for(&a, size);
+            int warmup = a.warmup ? a.warmup : (iters / 10 < 2 ? 2 : iters / 10);
+            const char *check = "not checked";
+            if (a.check && !(info->flags & CT_ALG_NATIVE)) {
+                if (check_result(&a, &o, sbuf, rbuf, ref, bytes, count, dt)) {
+                    check = "ok";
+                } else {
+                    check = "FAILED";
+                    failed = 1;
+                }
+            }
+            fill(&a, sbuf, rbuf, bytes, count);
+            int rc = MPI_SUCCESS;
+            for (int i = 0; i < warmup; i++)
+                rc |= run_once(&a, &o, sbuf, rbuf, count, dt);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double sum = 0;
+            for (int i = 0; i < iters; i++) {
+                double t0 = MPI_Wtime();
+                rc |= run_once(&a, &o, sbuf, rbuf, count, dt);
+                times[i] = (MPI_Wtime() - t0) * 1e6;
+                sum += times[i];
+                MPI_Barrier(MPI_COMM_WORLD);
+            }
+            if (rc != MPI_SUCCESS) {
+                char msg[MPI_MAX_ERROR_STRING];
+                int len;
+                MPI_Error_string(rc, msg, &len);
+                fprintf(stderr, "ct_bench: rank %d: %s/%s failed: %s\n", rank,
+                        ct_coll_name(a.coll), names[ai], msg);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            double mean = sum / iters, avg, lo, hi;
+            MPI_Reduce(&mean, &avg, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&mean, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+            MPI_Reduce(&mean, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            MPI_Reduce(times, slowest, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (rank != 0)
+                continue;
+            avg /= nprocs;
+            memcpy(sorted, slowest, sizeof(double) * (size_t)iters);
+            qsort(sorted, (size_t)iters, sizeof(double), cmp_double);
+            double median = iters % 2 ? sorted[iters / 2]
+                                      : 0.5 * (sorted[iters / 2 - 1] + sorted[iters / 2]);
+            printf("%-12lld%20.2f%20.2f%20.2f%14.2f%12d%s\n", size, avg, lo, hi, median, iters,
+                   strcmp(check, "FAILED") ? "" : "  RESULT DIFFERS FROM NATIVE");
+            if (a.progress)
+                fprintf(stderr, "progress %d %d\n", step + 1, nalgs * nsizes);
+            if (jf) {
+                fprintf(jf,
+                        "{\"algorithm\":\"%s\",\"segsize\":%lld,\"size\":%lld,\"count\":%d,"
+                        "\"avg_us\":%.3f,\"min_us\":%.3f,\"max_us\":%.3f,\"median_us\":%.3f,"
+                        "\"iterations\":%d,\"check\":\"%s\",\"samples_us\":[",
+                        names[ai], seg_used, size, count, avg, lo, hi,
+                        median, iters, check);
+                for (int i = 0; i < iters; i++)
+                    fprintf(jf, "%s%.3f", i ? "," : "", slowest[i]);
+                fprintf(jf, "]}\n");
+                fflush(jf);
+            }
+            fflush(stdout);
+        }
+    }
+    if (jf)
+        fclose(jf);
+    free(cpus);
+    free(sbuf);
+    free(rbuf);
+    free(ref);
+    free(times);
+    free(slowest);
+    free(sorted);
+    MPI_Finalize();
+    return failed ? 3 : 0;
+}

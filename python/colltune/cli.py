@@ -1,0 +1,42 @@
+"""The `colltune` command: one verb per capability.
+
+Each verb lives in its own module, which exposes `register(subparsers)` to add
+its parser(s) with `set_defaults(func=handler)`; a handler takes the parsed
+arguments and returns the process exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__, commands, store_cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="colltune",
+        description="MPI collectives measured, modelled, tuned and monitored.",
+    )
+    parser.add_argument("--version", action="version", version=f"colltune {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    commands.register(sub)
+    store_cli.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("\ncolltune: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

