@@ -1,0 +1,709 @@
+"""One self-contained HTML report of one or more runs.
+
+The report opens offline: CSS is inline and every plot is an inline SVG drawn by
+matplotlib. It is assembled from section builders: `REPORT_SECTIONS` (about the
+runs as a whole) and `OPERATION_PARTS` (one operation's measurements). Each
+builder returns HTML (or a `Section`) or None when the runs hold nothing for it,
+so a later capability adds a section by appending a builder. Every value taken
+from the store goes through `esc()`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import io
+import math
+import re
+import shlex
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import matplotlib
+from matplotlib.colors import TwoSlopeNorm
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, NullLocator
+
+from . import __version__
+from .store import Store, write_atomic
+
+# The plotted latency: median over iterations of the slowest rank's time, the time the
+# collective as a whole took; OSU-style averages are in the tables.
+METRIC = "median_us"
+METRIC_TEXT = "median over iterations of the slowest rank's time"
+
+# Plain text for every label (a '$' in a value must not start mathtext), text kept as
+# text in the SVG (smaller, searchable), and ids that depend only on content.
+_RC = {"svg.fonttype": "none", "svg.hashsalt": "colltune", "text.parse_math": False,
+       "font.size": 9, "axes.titlesize": 10}
+_SVG_METADATA = {"Creator": None, "Date": None, "Format": None, "Type": None}
+# rcParams are global and matplotlib is not thread-safe; the dashboard draws from threads.
+_PLOT_LOCK = threading.Lock()
+_LINESTYLES = ("-", "--", ":", "-.")
+_NATIVE_COLORS = ("black", "dimgray", "darkgray", "silver")
+
+
+class Markup(str):
+    """HTML that is already safe: `esc()` passes it through unchanged."""
+
+
+def esc(value) -> str:
+    if isinstance(value, Markup):
+        return value
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+@dataclass
+class Section:
+    anchor: str
+    title: str
+    body: str
+
+
+@dataclass
+class Curve:
+    """One line of a plot: an algorithm (with its segment size) in one bench of one run."""
+
+    run: dict
+    bench: dict
+    algorithm: str
+    segsize: int
+    results: dict[int, dict] = field(default_factory=dict)
+    label: str = ""
+    style: dict = field(default_factory=dict)
+
+    @property
+    def native(self) -> bool:
+        return self.algorithm == "native"
+
+    @property
+    def name(self) -> str:
+        """The algorithm and its segment size, without the run."""
+        return self.algorithm + (f" seg {fmt_size(self.segsize)}" if self.segsize else "")
+
+    @property
+    def pairing_key(self) -> tuple[str, int]:
+        return self.algorithm, self.segsize
+
+    def latency(self, size: int) -> float | None:
+        result = self.results.get(size)
+        if result is None:
+            return None
+        value = result.get(METRIC)
+        return result.get("avg_us") if value is None else value
+
+    def series(self) -> tuple[list[int], list[float]]:
+        points = [(s, v) for s in sorted(self.results) if (v := self.latency(s)) is not None]
+        return [p[0] for p in points], [p[1] for p in points]
+
+
+@dataclass
+class OpGroup:
+    """Everything measured for one operation at one rank count and datatype."""
+
+    index: int
+    op: str
+    ranks: int | None
+    datatype: str | None
+    curves: list[Curve] = field(default_factory=list)
+
+    @property
+    def anchor(self) -> str:
+        return f"op-{self.index}-{re.sub(r'[^A-Za-z0-9_-]', '-', self.op)}"
+
+    @property
+    def title(self) -> str:
+        parts = [self.op]
+        if self.ranks is not None:
+            parts.append(f"{self.ranks} ranks")
+        if self.datatype:
+            parts.append(self.datatype)
+        return " · ".join(parts)
+
+    @property
+    def sizes(self) -> list[int]:
+        return sorted({s for c in self.curves for s in c.results})
+
+    @property
+    def run_ids(self) -> list[int]:
+        return list(dict.fromkeys(c.run["id"] for c in self.curves))
+
+    def best_native(self, size: int) -> tuple[float, Curve] | None:
+        found = [(v, c) for c in self.curves if c.native and (v := c.latency(size)) is not None]
+        return min(found, key=lambda p: p[0]) if found else None
+
+    def ratio(self, curve: Curve, size: int) -> float | None:
+        best = self.best_native(size)
+        value = curve.latency(size)
+        if best is None or value is None or best[0] <= 0:
+            return None
+        return value / best[0]
+
+
+@dataclass
+class ReportData:
+    runs: list[dict]
+    groups: list[OpGroup]
+    store_path: str
+    figures: int = 0
+
+    @property
+    def run_ids(self) -> list[int]:
+        return [r["id"] for r in self.runs]
+
+    def next_figure(self) -> int:
+        self.figures += 1
+        return self.figures
+
+
+# -- entry points ------------------------------------------------------------------------
+
+
+def write_report(store: Store, run_ids: list[int], out_path: str) -> str:
+    """Write the report of `run_ids` to `out_path` atomically; returns `out_path`."""
+    write_atomic(out_path, render_report(store, run_ids))
+    return str(out_path)
+
+
+def render_report(store: Store, run_ids: list[int], *, nav: str = "") -> str:
+    """The report as an HTML string. `nav` is trusted HTML put above the title."""
+    data = load_report_data(store, run_ids)
+    sections = [s for build in REPORT_SECTIONS if (s := build(data)) is not None]
+    sections += [s for g in data.groups if (s := _operation_section(data, g)) is not None]
+    if not data.groups:
+        sections.append(Section("no-results", "Results",
+                                "<p>These runs recorded no benchmark results.</p>"))
+    return _page(data, sections, nav)
+
+
+def load_report_data(store: Store, run_ids: list[int]) -> ReportData:
+    ids = list(dict.fromkeys(int(i) for i in run_ids))
+    if not ids:
+        raise ValueError("a report needs at least one run")
+    runs = [store.run(i, samples=False) for i in ids]
+    groups: dict[tuple, OpGroup] = {}
+    for run in runs:
+        for bench in run["benches"]:
+            key = (bench["op"], bench.get("ranks"), bench.get("datatype"))
+            group = groups.setdefault(key, OpGroup(len(groups) + 1, *key))
+            _add_curves(group, run, bench)
+    for group in groups.values():
+        _label_and_style(group)
+    return ReportData(runs, list(groups.values()), str(store.path))
+
+
+def _add_curves(group: OpGroup, run: dict, bench: dict) -> None:
+    curves: dict[tuple[str, int], Curve] = {}
+    for result in bench["results"]:
+        key = (str(result["algorithm"]), int(result.get("segsize") or 0))
+        if key not in curves:
+            curves[key] = Curve(run, bench, *key)
+            group.curves.append(curves[key])
+        curves[key].results[int(result["size"])] = result
+
+
+def _label_and_style(group: OpGroup) -> None:
+    """Labels name the run (and bench) only where the plot mixes several; color follows
+    the algorithm and line style the run, so one algorithm is comparable across runs."""
+    run_order = group.run_ids
+    benches_per_run = {rid: {c.bench["seq"] for c in group.curves if c.run["id"] == rid}
+                       for rid in run_order}
+    algorithms = list(dict.fromkeys(c.pairing_key for c in group.curves if not c.native))
+    palette = matplotlib.colormaps["tab10" if len(algorithms) <= 10 else "tab20"]
+    group.curves.sort(key=lambda c: (not c.native, algorithms.index(c.pairing_key)
+                                     if not c.native else 0, run_order.index(c.run["id"])))
+    for curve in group.curves:
+        label = curve.name
+        run_index = run_order.index(curve.run["id"])
+        if len(run_order) > 1:
+            label += f" · run {curve.run['id']} {mpi_label(curve.run.get('mpi'))}"
+        if len(benches_per_run[curve.run["id"]]) > 1:
+            label += f" #{curve.bench['seq']}"
+        curve.label = label
+        linestyle = _LINESTYLES[run_index % len(_LINESTYLES)]
+        if curve.native:
+            # The MPI library's own collective is the reference: thick, dark, round markers.
+            color = _NATIVE_COLORS[run_index % len(_NATIVE_COLORS)]
+            curve.style = {"color": color, "linestyle": linestyle, "linewidth": 2.6,
+                           "marker": "o", "markersize": 4, "zorder": 3}
+        else:
+            color = palette(algorithms.index(curve.pairing_key) % palette.N)
+            curve.style = {"color": color, "linestyle": linestyle, "linewidth": 1.3,
+                           "marker": ".", "markersize": 5, "zorder": 2}
+
+
+# -- report-wide sections -------------------------------------------------------------------
+
+
+def _runs_section(data: ReportData) -> Section:
+    headers = ["run", "verb", "status", "started", "duration", "MPI", "ranks", "binding",
+               "host", "colltune", "source revision", "command"]
+    rows = [[r["id"], r["verb"], status_badge(r), fmt_time(r["started_at"]),
+             fmt_duration(r["duration_s"]), mpi_label(r.get("mpi")), r.get("ranks"),
+             r.get("binding"), r["host"], r["colltune_version"], r.get("git_revision"),
+             Markup(f"<code>{esc(command_line(r))}</code>")] for r in data.runs]
+    return Section("runs", "Runs", table(headers, rows))
+
+
+def _environment_section(data: ReportData) -> Section:
+    parts = []
+    machines: dict[str, list[dict]] = {}
+    for run in data.runs:
+        machines.setdefault(repr(sorted((run.get("machine") or {}).items())), []).append(run)
+    for runs in machines.values():
+        ids = ", ".join(str(r["id"]) for r in runs)
+        parts.append(f"<h3>Machine of run{'s' if len(runs) > 1 else ''} {esc(ids)}</h3>")
+        parts.append(_machine_html(runs[0].get("machine") or {}))
+    for run in data.runs:
+        parts.append(f"<h3>MPI of run {esc(run['id'])}</h3>")
+        parts.append(_mpi_html(run))
+    return Section("environment", "Machine and MPI", "\n".join(parts))
+
+
+def _machine_html(machine: dict) -> str:
+    memory = machine.get("memory_total_bytes")
+    items = [("host", machine.get("hostname")), ("CPU", machine.get("cpu_model")),
+             ("logical cores", machine.get("logical_cores")),
+             ("memory", fmt_size(memory) if memory else None),
+             ("OS", machine.get("os_release") or machine.get("os")),
+             ("kernel", machine.get("kernel")), ("architecture", machine.get("arch"))]
+    caches = machine.get("caches") or []
+    if caches:
+        items.append(("caches (cpu0)", "; ".join(
+            f"L{c.get('level')} {c.get('type')} {c.get('size')} shared by CPUs "
+            f"{c.get('shared_cpu_list')}" for c in caches)))
+    return definition_list(items)
+
+
+def _mpi_html(run: dict) -> str:
+    mpi = run.get("mpi") or {}
+    items = [("implementation", mpi.get("implementation")), ("version", mpi.get("version")),
+             ("ranks", run.get("ranks")), ("binding", run.get("binding"))]
+    text = definition_list(items)
+    if mpi.get("library"):
+        text += f"<pre class='library'>{esc(mpi['library'])}</pre>"
+    others = {mpi_label(b.get("mpi")) for b in run["benches"] if b.get("mpi") not in (None, mpi)}
+    if others:
+        text += f"<p class='warn'>Some benches report another MPI: {esc(', '.join(others))}</p>"
+    return text
+
+
+REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
+    _runs_section,
+    _environment_section,
+]
+
+
+# -- per-operation parts ----------------------------------------------------------------------
+
+
+def _operation_section(data: ReportData, group: OpGroup) -> Section | None:
+    parts = [p for build in OPERATION_PARTS if (p := build(data, group)) is not None]
+    if not parts:
+        return None
+    return Section(group.anchor, group.title, _group_intro(group) + "\n".join(parts))
+
+
+def _group_intro(group: OpGroup) -> str:
+    benches = {(c.run["id"], c.bench["seq"]): c for c in group.curves}
+    lines = []
+    for (run_id, _), curve in benches.items():
+        b = curve.bench
+        lines.append(f"<li>run {esc(run_id)} ({esc(mpi_label(curve.run.get('mpi')))}): "
+                     f"{esc(b.get('iterations'))} iterations after {esc(b.get('warmup'))} "
+                     f"warm-up, root {esc(b.get('root'))}, binding {esc(b.get('binding'))}</li>")
+    text = f"<ul class='benches'>{''.join(lines)}</ul>"
+    failed = [(c, s) for c in group.curves for s, r in c.results.items()
+              if r.get("check") not in (None, "ok")]
+    if failed:
+        listed = ", ".join(f"{c.label} at {fmt_size(s)}" for c, s in failed[:10])
+        more = f" and {len(failed) - 10} more" if len(failed) > 10 else ""
+        text += (f"<p class='warn'>{len(failed)} result(s) failed the correctness check "
+                 f"(marked × in the latency plot): {esc(listed)}{esc(more)}</p>")
+    if not any(c.native for c in group.curves):
+        text += "<p>No native measurement: the ratio plots are left out.</p>"
+    return text
+
+
+def _latency_part(data: ReportData, group: OpGroup) -> str:
+    def draw(ax):
+        for curve in group.curves:
+            ax.plot(*curve.series(), label=_legend_label(curve.label), **curve.style)
+        _mark_failed(ax, group)
+        ax.set_yscale("log")
+        # Plain numbers: the default log labels are mathtext, which _RC turns off.
+        ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+        ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+        ax.set_ylabel("latency (µs)")
+
+    svg = _plot(draw, group.sizes, f"{group.title}: latency against message size")
+    headers = ["size"] + [c.label for c in group.curves]
+    rows = [[fmt_size(s)] + [fmt_us(c.latency(s)) for c in group.curves] for s in group.sizes]
+    caption = (f"{esc(group.title)}: latency ({METRIC_TEXT}) against message size per rank, "
+               "log-log. Native (the MPI library's own collective) in thick dark lines.")
+    return _figure(data, group, svg, caption, table(headers, rows))
+
+
+def _ratio_part(data: ReportData, group: OpGroup) -> str | None:
+    if not any(c.native for c in group.curves):
+        return None
+
+    def draw(ax):
+        for curve in group.curves:
+            sizes = [s for s in sorted(curve.results) if group.ratio(curve, s) is not None]
+            ax.plot(sizes, [group.ratio(curve, s) for s in sizes],
+                    label=_legend_label(curve.label), **curve.style)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
+        ax.set_ylabel("latency / best native (below 1: faster)")
+
+    svg = _plot(draw, group.sizes, f"{group.title}: ratio to the best native")
+    headers = ["size", "best native (µs)"] + [c.label for c in group.curves] + ["fastest"]
+    rows = [_ratio_row(group, s) for s in group.sizes]
+    caption = (f"{esc(group.title)}: each algorithm's latency divided by the best native "
+               f"latency at that size{_of_runs(group)} (below 1: faster than the MPI library).")
+    return _figure(data, group, svg, caption, table(headers, rows))
+
+
+def _of_runs(group: OpGroup) -> str:
+    ids = group.run_ids
+    return f" of runs {', '.join(map(str, ids))}" if len(ids) > 1 else ""
+
+
+def _ratio_row(group: OpGroup, size: int) -> list:
+    best = group.best_native(size)
+    ratios = [group.ratio(c, size) for c in group.curves]
+    known = [(v, c) for c in group.curves if (v := c.latency(size)) is not None]
+    fastest = min(known, key=lambda p: p[0])[1].label if known else None
+    low = min((r for r in ratios if r is not None), default=None)
+    cells = [Markup(f"<strong>{fmt_ratio(r)}</strong>") if r is not None and r == low
+             else fmt_ratio(r) for r in ratios]
+    return [fmt_size(size), fmt_us(best[0] if best else None), *cells, fastest]
+
+
+def _heatmap_part(data: ReportData, group: OpGroup) -> str | None:
+    if not any(c.native for c in group.curves):
+        return None
+    sizes = group.sizes
+    matrix = [[group.ratio(c, s) for s in sizes] for c in group.curves]
+    svg = _heatmap_svg(group, sizes, matrix)
+    headers = ["algorithm"] + [fmt_size(s) for s in sizes]
+    rows = [[c.label] + [fmt_ratio(r) for r in row]
+            for c, row in zip(group.curves, matrix, strict=True)]
+    caption = (f"{esc(group.title)}: ratio to the best native{_of_runs(group)} per algorithm "
+               "and size (blue: faster than native, red: slower).")
+    return _figure(data, group, svg, caption, table(headers, rows))
+
+
+def _comparison_part(data: ReportData, group: OpGroup) -> str | None:
+    """Two runs side by side: run B's latency over run A's for each algorithm both measured."""
+    if len(data.runs) != 2 or len(group.run_ids) != 2:
+        return None
+    a_id, b_id = data.run_ids
+    a, b = _first_bench_curves(group, a_id), _first_bench_curves(group, b_id)
+    pairs = [(a[k], b[k]) for k in a if k in b]
+    if not pairs:
+        return None
+    summary_rows = [_comparison_row(group, s, a_id, b_id) for s in group.sizes]
+    summary = table(["size", f"best native, run {a_id} (µs)", f"best native, run {b_id} (µs)",
+                     "ratio B/A", f"fastest in run {a_id}", f"fastest in run {b_id}",
+                     "ratio B/A"], summary_rows)
+    matrix_rows = [[fmt_size(s)] + [_ratio_cell(cb.latency(s), ca.latency(s))
+                                    for ca, cb in pairs] for s in group.sizes]
+    matrix = table(["size"] + [ca.name for ca, _ in pairs], matrix_rows)
+    return (f"<h3>Run {esc(b_id)} (B) against run {esc(a_id)} (A)</h3>"
+            f"<p>Latency of run B divided by run A (below 1: run B faster). The overlaid "
+            f"curves are in the latency figure above.</p>{summary}"
+            f"<h4>Per algorithm, ratio B/A</h4>{matrix}")
+
+
+def _first_bench_curves(group: OpGroup, run_id: int) -> dict[tuple[str, int], Curve]:
+    curves = [c for c in group.curves if c.run["id"] == run_id]
+    first = min(c.bench["seq"] for c in curves)
+    return {c.pairing_key: c for c in curves if c.bench["seq"] == first}
+
+
+def _comparison_row(group: OpGroup, size: int, a_id: int, b_id: int) -> list:
+    def best(run_id, native_only):
+        found = [(v, c) for c in group.curves if c.run["id"] == run_id
+                 and (c.native or not native_only) and (v := c.latency(size)) is not None]
+        return min(found, key=lambda p: p[0]) if found else (None, None)
+
+    (na, _), (nb, _) = best(a_id, True), best(b_id, True)
+    (fa, ca), (fb, cb) = best(a_id, False), best(b_id, False)
+    return [fmt_size(size), fmt_us(na), fmt_us(nb), _ratio_cell(nb, na),
+            f"{ca.name} {fmt_us(fa)}" if ca else "—",
+            f"{cb.name} {fmt_us(fb)}" if cb else "—",
+            _ratio_cell(fb, fa)]
+
+
+def _ratio_cell(b: float | None, a: float | None) -> Markup:
+    if a is None or b is None or a <= 0:
+        return Markup("—")
+    ratio = b / a
+    css = "faster" if ratio < 0.95 else "slower" if ratio > 1.05 else "same"
+    return Markup(f"<span class='{css}'>{esc(fmt_ratio(ratio))}</span>")
+
+
+def _results_part(data: ReportData, group: OpGroup) -> str:
+    headers = ["algorithm", "size", "count", "iterations", "avg (µs)", "min (µs)", "max (µs)",
+               "median (µs)", "check"]
+    rows = [[c.label, fmt_size(s), r.get("count"), r.get("iterations"), fmt_us(r.get("avg_us")),
+             fmt_us(r.get("min_us")), fmt_us(r.get("max_us")), fmt_us(r.get("median_us")),
+             r.get("check")] for c in group.curves for s, r in sorted(c.results.items())]
+    return (f"<details><summary>All results of {esc(group.title)} (avg, min and max over "
+            f"ranks of the per-rank mean; median of the slowest rank)</summary>"
+            f"{table(headers, rows)}</details>")
+
+
+OPERATION_PARTS: list[Callable[[ReportData, OpGroup], str | None]] = [
+    _latency_part,
+    _ratio_part,
+    _heatmap_part,
+    _comparison_part,
+    _results_part,
+]
+
+
+# -- figures ------------------------------------------------------------------------------------
+
+
+def _figure(data: ReportData, group: OpGroup, svg: str, caption: str, data_table: str) -> str:
+    number = data.next_figure()
+    return (f"<figure id='fig-{number}'>{svg}<figcaption>Figure {number}. {caption}"
+            f"</figcaption></figure>"
+            f"<details><summary>Table behind figure {number}</summary>{data_table}</details>"
+            f"<div class='repro'><span>Reproduce figure {number}:</span>"
+            f"<pre>{esc(_reproduction(data, group))}</pre></div>")
+
+
+def _reproduction(data: ReportData, group: OpGroup) -> str:
+    lines = []
+    for run_id in group.run_ids:
+        curve = next(c for c in group.curves if c.run["id"] == run_id)
+        lines.append(f"# measured by run {run_id}:")
+        lines.append(command_line(curve.run))
+        commands = dict.fromkeys(c.bench.get("command") for c in group.curves
+                                 if c.run["id"] == run_id and c.bench.get("command"))
+        if commands:
+            lines.append("# which ran:")
+            lines.extend(commands)
+    lines.append("# then drew this figure with:")
+    lines.append(f"colltune report {' '.join(map(str, data.run_ids))} -o report.html")
+    return "\n".join(lines)
+
+
+def _plot(draw: Callable, sizes: list[int], label: str) -> str:
+    """A latency-like figure against message size (log2 x axis), as inline SVG."""
+    with _PLOT_LOCK, matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(9, 4.8))
+        ax = fig.add_subplot()
+        ax.set_xscale("log", base=2)
+        draw(ax)
+        _size_axis(ax.xaxis, sizes)
+        ax.set_xlabel("message size per rank")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
+        return _svg(fig, label)
+
+
+def _heatmap_svg(group: OpGroup, sizes: list[int], matrix: list[list[float | None]]) -> str:
+    logs = [[math.log2(r) if r else math.nan for r in row] for row in matrix]
+    finite = [v for row in logs for v in row if not math.isnan(v)]
+    # Centred on ratio 1 so blue always means faster than native and red slower.
+    span = max([0.1] + [abs(v) for v in finite])
+    with _PLOT_LOCK, matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(max(6.0, 0.6 * len(sizes) + 3), 0.32 * len(group.curves) + 1.6))
+        ax = fig.add_subplot()
+        mesh = ax.pcolormesh(logs, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -span, span),
+                             edgecolors="white", linewidth=0.5)
+        ax.set_xticks([i + 0.5 for i in range(len(sizes))], [fmt_size(s) for s in sizes],
+                      rotation=45, ha="right")
+        ax.set_yticks([i + 0.5 for i in range(len(group.curves))],
+                      [c.label for c in group.curves])
+        ax.invert_yaxis()
+        ax.set_xlabel("message size per rank")
+        if len(sizes) * len(group.curves) <= 400:
+            _annotate_cells(ax, matrix, logs, span)
+        bar = fig.colorbar(mesh, ax=ax, pad=0.02)
+        bar.set_label("latency / best native")
+        bar.formatter = FuncFormatter(lambda v, _: f"{2 ** v:.3g}")
+        bar.update_ticks()
+        return _svg(fig, f"{group.title}: heatmap of the ratio to the best native")
+
+
+def _annotate_cells(ax, matrix, logs, span) -> None:
+    for y, row in enumerate(matrix):
+        for x, ratio in enumerate(row):
+            if ratio is None:
+                ax.text(x + 0.5, y + 0.5, "—", ha="center", va="center", color="gray")
+                continue
+            dark = abs(logs[y][x]) > 0.6 * span
+            ax.text(x + 0.5, y + 0.5, f"{ratio:.2f}", ha="center", va="center",
+                    fontsize=7, color="white" if dark else "black")
+
+
+def _mark_failed(ax, group: OpGroup) -> None:
+    points = [(s, v) for c in group.curves for s, r in c.results.items()
+              if r.get("check") not in (None, "ok") and (v := c.latency(s)) is not None]
+    if points:
+        ax.scatter(*zip(*points, strict=True), marker="x", s=60, color="red", zorder=4,
+                   label="failed check")
+
+
+def _size_axis(axis, sizes: list[int]) -> None:
+    # Every measured size, thinned to about ten labels so they never overlap.
+    step = max(1, math.ceil(len(sizes) / 10))
+    axis.set_major_locator(FixedLocator(sizes[::step] or [1]))
+    axis.set_minor_locator(NullLocator())
+    axis.set_major_formatter(FuncFormatter(lambda x, _: fmt_size(x)))
+
+
+def _legend_label(label: str) -> str:
+    # matplotlib hides legend entries whose label starts with "_".
+    return " " + label if label.startswith("_") else label
+
+
+def _svg(fig: Figure, label: str) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata=_SVG_METADATA)
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    return text.replace("<svg ", f'<svg role="img" aria-label="{esc(label)}" ', 1)
+
+
+# -- HTML helpers ---------------------------------------------------------------------------------
+
+
+def table(headers: list, rows: list[list]) -> str:
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>" for row in rows)
+    return (f"<div class='table'><table><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>")
+
+
+def _cell(value) -> str:
+    numeric = isinstance(value, int | float) or (
+        isinstance(value, str) and not isinstance(value, Markup)
+        and re.fullmatch(r"[\d.,]+( [KMG]i?B| B)?", value) is not None)
+    return f"<td class='num'>{esc(value)}</td>" if numeric else f"<td>{esc(value)}</td>"
+
+
+def definition_list(items: list[tuple[str, object]]) -> str:
+    rows = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in items if v is not None)
+    return f"<dl>{rows}</dl>"
+
+
+def status_badge(run: dict) -> Markup:
+    status = run["status"]
+    text = f"<span class='status {esc(status)}'>{esc(status)}</span>"
+    if run.get("reason"):
+        text += f"<br><small>{esc(run['reason'])}</small>"
+    return Markup(text)
+
+
+def _page(data: ReportData, sections: list[Section], nav: str) -> str:
+    ids = ", ".join(str(i) for i in data.run_ids)
+    toc = "".join(f"<li><a href='#{esc(s.anchor)}'>{esc(s.title)}</a></li>" for s in sections)
+    body = "\n".join(f"<section id='{esc(s.anchor)}'><h2>{esc(s.title)}</h2>{s.body}</section>"
+                     for s in sections)
+    generated = fmt_time(datetime.datetime.now().timestamp())
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>colltune report: run{'s' if len(data.runs) > 1 else ''} {esc(ids)}</title>
+<style>{CSS}</style></head>
+<body>{nav}
+<header><h1>colltune report: run{'s' if len(data.runs) > 1 else ''} {esc(ids)}</h1>
+<p class="meta">Generated {esc(generated)} by colltune {esc(__version__)} from
+<code>{esc(data.store_path)}</code>. Latency is the {esc(METRIC_TEXT)}.</p>
+<nav class="toc"><ul>{toc}</ul></nav></header>
+<main>{body}</main>
+</body></html>
+"""
+
+
+CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 1200px;
+       padding: 0 1.5em 3em; color: #1b1b1b; }
+h1 { font-size: 1.6em; margin-top: 1em; } h2 { border-bottom: 1px solid #ccc; margin-top: 2em; }
+.meta { color: #555; } code, pre { font: 12.5px/1.4 ui-monospace, monospace; }
+pre { background: #f5f5f5; padding: .6em .8em; overflow-x: auto; white-space: pre-wrap;
+      word-break: break-all; }
+.toc ul { display: flex; flex-wrap: wrap; gap: .3em 1.2em; padding: 0; list-style: none; }
+figure { margin: 1.5em 0 .5em; } figure svg { max-width: 100%; height: auto; }
+figcaption { color: #333; font-size: .95em; }
+.table { overflow-x: auto; }
+table { border-collapse: collapse; margin: .5em 0; font-size: 12.5px; }
+th, td { border: 1px solid #ddd; padding: .2em .5em; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; position: sticky; top: 0; } td.num { text-align: right; }
+tbody tr:nth-child(even) { background: #fafafa; }
+details { margin: .4em 0; } summary { cursor: pointer; color: #0b5394; }
+.repro span { font-size: .9em; color: #555; } .repro pre { margin-top: .2em; }
+dl { display: grid; grid-template-columns: max-content auto; gap: .1em 1em; }
+dt { font-weight: 600; } dd { margin: 0; }
+.warn { background: #fff4e5; border-left: 4px solid #f0a020; padding: .4em .8em; }
+.status { padding: 0 .4em; border-radius: 3px; background: #eee; }
+.status.complete { background: #dff0d8; } .status.running { background: #d9edf7; }
+.status.failed, .status.incomplete { background: #f2dede; }
+.status.interrupted { background: #fcf8e3; }
+.faster { color: #1a5fb4; font-weight: 600; } .slower { color: #c01c28; font-weight: 600; }
+"""
+
+
+# -- formatting ------------------------------------------------------------------------------------
+
+
+def fmt_size(n: float | None) -> str:
+    if n is None:
+        return "—"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n:.4g} B"
+
+
+def fmt_us(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def fmt_ratio(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def fmt_time(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "—"
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+
+
+def fmt_argv(argv) -> str:
+    return shlex.join(str(a) for a in argv) if isinstance(argv, list) else str(argv or "")
+
+
+def command_line(run: dict) -> str:
+    """The command that made the run; argv recorded from the verb on gets "colltune" back."""
+    argv = run.get("argv") or []
+    if argv and argv[0] == run.get("verb"):
+        argv = ["colltune", *argv]
+    return fmt_argv(argv)
+
+
+def mpi_label(mpi: dict | None) -> str:
+    if not mpi:
+        return "unknown MPI"
+    return " ".join(str(mpi[k]) for k in ("implementation", "version") if mpi.get(k)) or "MPI"

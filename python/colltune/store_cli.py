@@ -1,0 +1,170 @@
+"""The store's verbs: `runs`, `export`, `report` and `serve`.
+
+`register(subparsers)` adds them to the `colltune` command; `main()` runs them on
+their own (`python -m colltune.store_cli VERB ...`), without the rest of colltune.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import unicodedata
+
+from .store import STATUSES, Store, StoreError, default_path, run_to_csv, run_to_json, write_atomic
+
+_DB_HELP = "the results store (default: $COLLTUNE_DB, else ~/.local/share/colltune/colltune.db)"
+
+
+def register(sub) -> None:
+    _register_runs(sub)
+    _register_export(sub)
+    _register_report(sub)
+    _register_serve(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="colltune", description="The results store's verbs.")
+    register(parser.add_subparsers(dest="verb", metavar="VERB", required=True))
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+def _register_runs(sub) -> None:
+    p = sub.add_parser("runs", help="list recorded runs",
+                       description="List recorded runs, newest first.")
+    p.add_argument("--verb", help="only runs of this verb (bench, run, ...)")
+    p.add_argument("--status", choices=STATUSES, help="only runs with this status")
+    p.add_argument("--limit", type=int, default=20, metavar="N",
+                   help="at most N runs (default 20; 0 for all)")
+    p.add_argument("--json", action="store_true", help="print the runs as a JSON list")
+    p.add_argument("--db", metavar="PATH", help=_DB_HELP)
+    p.set_defaults(func=cmd_runs)
+
+
+def _register_export(sub) -> None:
+    p = sub.add_parser("export", help="export one run's results as CSV or JSON",
+                       description="Export a run: CSV with one row per result (aggregates) or, "
+                                   "with --samples, one row per raw sample; or the whole run "
+                                   "(metadata, results and samples) as JSON.")
+    p.add_argument("run", type=int, metavar="RUN", help="the run id (see `colltune runs`)")
+    p.add_argument("--format", choices=("csv", "json"),
+                   help="default: json if FILE ends in .json, else csv")
+    p.add_argument("--samples", action="store_true",
+                   help="CSV: one row per raw sample instead of one per result")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
+    p.add_argument("--db", metavar="PATH", help=_DB_HELP)
+    p.set_defaults(func=cmd_export)
+
+
+def _register_report(sub) -> None:
+    p = sub.add_parser("report", help="write a self-contained HTML report of runs",
+                       description="Write one self-contained HTML file (plots, tables, machine "
+                                   "and MPI, reproduction commands) for the given runs.")
+    p.add_argument("runs", type=int, nargs="*", metavar="RUN",
+                   help="run ids (default: the latest complete run with results)")
+    p.add_argument("-o", "--output", metavar="FILE", default="report.html",
+                   help="the HTML file to write (default: report.html)")
+    p.add_argument("--db", metavar="PATH", help=_DB_HELP)
+    p.set_defaults(func=cmd_report)
+
+
+def _register_serve(sub) -> None:
+    p = sub.add_parser("serve", help="browse the store in a read-only web dashboard",
+                       description="Serve a read-only web dashboard over the store: list and "
+                                   "filter runs, open their reports, compare two runs.")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8050, help="port (default 8050; 0: any free)")
+    p.add_argument("--db", metavar="PATH", help=_DB_HELP)
+    p.set_defaults(func=cmd_serve)
+
+
+def _reports_errors(handler):
+    """A store or file problem is the user's to fix: one line, exit status 1."""
+
+    @functools.wraps(handler)
+    def wrapper(args) -> int:
+        try:
+            return handler(args)
+        except (StoreError, OSError) as exc:
+            print(f"colltune: {exc}", file=sys.stderr)
+            return 1
+
+    return wrapper
+
+
+def _open(args) -> Store:
+    return Store.open(args.db, create=False)
+
+
+@_reports_errors
+def cmd_runs(args) -> int:
+    with _open(args) as store:
+        runs = store.runs(verb=args.verb, status=args.status, limit=args.limit or None)
+    if args.json:
+        print(json.dumps(runs, indent=1))
+    elif runs:
+        print(_runs_table(runs))
+    else:
+        print("no runs match", file=sys.stderr)
+    return 0
+
+
+def _runs_table(runs: list[dict]) -> str:
+    from .report import fmt_duration, fmt_time, mpi_label
+
+    headers = ("ID", "VERB", "STATUS", "START", "DURATION", "MPI", "RANKS", "HOST")
+    rows = [(r["id"], r["verb"], r["status"], fmt_time(r["started_at"]),
+             fmt_duration(r["duration_s"]), mpi_label(r.get("mpi")),
+             "" if r.get("ranks") is None else r["ranks"], r["host"]) for r in runs]
+    rows = [tuple(_printable(str(v)) for v in row) for row in rows]
+    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+                     for row in [headers, *rows])
+
+
+def _printable(text: str) -> str:
+    # A stored value must not drive the terminal (escape sequences, carriage returns).
+    return "".join("?" if unicodedata.category(ch) == "Cc" else ch for ch in text)
+
+
+@_reports_errors
+def cmd_export(args) -> int:
+    with _open(args) as store:
+        run = store.run(args.run)
+    fmt = args.format or ("json" if (args.output or "").endswith(".json") else "csv")
+    text = run_to_json(run) if fmt == "json" else run_to_csv(run, samples=args.samples)
+    if args.output and args.output != "-":
+        write_atomic(args.output, text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+@_reports_errors
+def cmd_report(args) -> int:
+    # Imported here so that other colltune verbs do not pay for loading matplotlib.
+    from .report import write_report
+
+    with _open(args) as store:
+        run_ids = args.runs or [store.latest_run_id()]
+        if run_ids == [None]:
+            raise StoreError(f"{store.path}: no complete run with results yet; "
+                             "name the runs to report (see `colltune runs`)")
+        path = write_report(store, run_ids, args.output)
+    print(f"wrote {path}")
+    return 0
+
+
+@_reports_errors
+def cmd_serve(args) -> int:
+    from .dashboard import serve
+
+    return serve(args.db or default_path(), host=args.host, port=args.port)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

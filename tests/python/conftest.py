@@ -1,0 +1,120 @@
+"""Fixtures for the results store, report and dashboard tests.
+
+Helpers are handed out as session fixtures (not imported from here), so the tests
+work under any pytest import mode.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from pathlib import Path
+
+import colltune
+import pytest
+from colltune.store import Store
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# Markup in stored values must come back as literal text everywhere.
+EVIL = "<script>alert(1)</script><b>bold</b>"
+
+# A fixed machine description, so tests do not depend on the host that runs them.
+MACHINE = {
+    "hostname": "node17.cluster", "cpu_model": "AMD EPYC 7763 64-Core Processor",
+    "logical_cores": 128, "memory_total_bytes": 256 * 2**30, "os": "Linux",
+    "os_release": "Debian GNU/Linux 12 (bookworm)", "kernel": "6.1.0-18-amd64",
+    "arch": "x86_64",
+    "caches": [{"level": 1, "type": "Data", "size": "32K", "shared_cpu_list": "0,64"},
+               {"level": 2, "type": "Unified", "size": "512K", "shared_cpu_list": "0,64"},
+               {"level": 3, "type": "Unified", "size": "32768K", "shared_cpu_list": "0-7,64-71"}],
+}
+
+
+def load_doc(name: str) -> dict:
+    return json.loads((FIXTURES / name).read_text())
+
+
+@pytest.fixture
+def docs() -> dict[str, dict]:
+    """The fixture bench documents by short name, fresh copies for each test."""
+    return {"bcast_mpich": load_doc("bcast_mpich_16.json"),
+            "allreduce_mpich": load_doc("allreduce_mpich_16.json"),
+            "bcast_openmpi": load_doc("bcast_openmpi_16.json")}
+
+
+def record_run(store: Store, benches: list[dict], *, argv: list[str] | None = None,
+               machine: dict | None = None, status: str = "complete", **meta) -> int:
+    """A finished run holding `benches`; returns its id."""
+    run = store.begin_run("bench", argv or ["colltune", "bench", "--op", "bcast"],
+                          machine=copy.deepcopy(machine or MACHINE), **meta)
+    for bench in benches:
+        run.add_bench(bench)
+    run.finish(status)
+    return run.id
+
+
+def evil_doc(doc: dict) -> dict:
+    """`doc` with markup, mathtext and a legend-hiding name among its stored values."""
+    doc = copy.deepcopy(doc)
+    doc["mpi"] = {"implementation": f"Evil{EVIL}", "version": "6.6", "library": EVIL}
+    doc["command"] = f"mpiexec -n 16 ct_bench --note '{EVIL}'"
+    renames = {"linear": EVIL, "binomial": "$a^b$", "knomial": "_hidden"}
+    for result in doc["results"]:
+        result["algorithm"] = renames.get(result["algorithm"], result["algorithm"])
+    return doc
+
+
+def record_evil_run(store: Store, doc: dict) -> int:
+    machine = {**MACHINE, "hostname": f"host{EVIL}", "cpu_model": EVIL}
+    return record_run(store, [evil_doc(doc)], argv=["colltune", "bench", "--note", EVIL],
+                      machine=machine)
+
+
+@pytest.fixture
+def filled_db(tmp_path, docs) -> Path:
+    """A store with run 1 (MPICH: bcast, allreduce) and run 2 (Open MPI: bcast)."""
+    path = tmp_path / "colltune.db"
+    with Store.open(path) as store:
+        record_run(store, [docs["bcast_mpich"], docs["allreduce_mpich"]],
+                   argv=["colltune", "bench", "--op", "bcast,allreduce", "-n", "16"])
+        record_run(store, [docs["bcast_openmpi"]],
+                   argv=["colltune", "bench", "--op", "bcast", "-n", "16"])
+    return path
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment for a child Python that must import this very colltune."""
+    package_root = str(Path(colltune.__file__).resolve().parents[1])
+    path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+@pytest.fixture(scope="session")
+def record():
+    return record_run
+
+
+@pytest.fixture(scope="session")
+def record_evil():
+    return record_evil_run
+
+
+@pytest.fixture(scope="session")
+def evil() -> str:
+    return EVIL
+
+
+@pytest.fixture(scope="session")
+def machine() -> dict:
+    return copy.deepcopy(MACHINE)
+
+
+@pytest.fixture(scope="session")
+def fixture_doc():
+    return load_doc
+
+
+@pytest.fixture(scope="session")
+def child_env():
+    return subprocess_env
