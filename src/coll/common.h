@@ -63,6 +63,15 @@ int ct_reduce_over_tree(const ct_params *p, ct_sched *s, ct_tree_kind kind);
  * (r - first + n) % n) already holds its own part. */
 void ct_ring_allgather(ct_sched *s, const ct_params *p, int buf, int first);
 
+/* Binomial scatter of the n parts of `buf` from p->root: afterwards virtual
+ * rank v = (rank - root) mod n holds part v (and its subtree's parts). */
+void ct_binomial_scatter_parts(ct_sched *s, const ct_params *p, int buf);
+
+/* Bruck allgather of the n parts of `buf` in ceil(log2 n) steps, any n:
+ * rotated rank v (as in ct_ring_allgather) starts with part v. Parts land at
+ * their own place in the buffer, so no final rotation is needed. */
+void ct_bruck_allgather(ct_sched *s, const ct_params *p, int buf, int first);
+
 /* Recursive-halving reduce-scatter among the power-of-two subset of ranks,
  * used by Rabenseifner's algorithms. See reduce_rabenseifner.c. */
 typedef struct ct_rsag {

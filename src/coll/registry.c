@@ -25,6 +25,8 @@ static const ct_registry_entry table[] = {
      ct_bcast_knomial},
     {{CT_BCAST, "scatter_allgather", 0, 0, "binomial scatter + ring allgather (large messages)"},
      ct_bcast_scatter_allgather},
+    {{CT_BCAST, "scatter_bruck", 0, 0, "binomial scatter + Bruck allgather (log2 N steps)"},
+     ct_bcast_scatter_bruck},
 
     {{CT_REDUCE, "native", NATIVE, 0, "the MPI library's MPI_Reduce"}, NULL},
     {{CT_REDUCE, "linear", SEG, 0, "root receives every vector, reduces in rank order"},
