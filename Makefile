@@ -24,7 +24,7 @@ check-sanitize:
 	@scripts/check-sanitize.sh
 
 lint: setup
-	.venv/bin/ruff check python tests/python
+	.venv/bin/ruff check python tests/python bench
 
 clean:
 	rm -rf build .venv .mpi

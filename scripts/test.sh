@@ -16,7 +16,7 @@ for m in "${mpis[@]}"; do
 done
 
 say "ruff"
-.venv/bin/ruff check python tests/python
+.venv/bin/ruff check python tests/python bench
 say "Python tests"
 COLLTUNE_MPI=${mpis[0]} .venv/bin/python -m pytest -q tests/python
 

