@@ -305,17 +305,25 @@ def _operation_section(data: ReportData, group: OpGroup) -> Section | None:
     return Section(group.anchor, group.title, _group_intro(group) + "\n".join(parts))
 
 
+def failed_check(result: dict) -> bool:
+    """Only a comparison that was made and differed is a failure ('not checked' is not)."""
+    return result.get("check") == "FAILED"
+
+
 def _group_intro(group: OpGroup) -> str:
     benches = {(c.run["id"], c.bench["seq"]): c for c in group.curves}
     lines = []
     for (run_id, _), curve in benches.items():
         b = curve.bench
+        # 0 iterations / warm-up means ct_bench chose them per size (see the tables).
+        iters = b.get("iterations") or "20 to 1000 (by size)"
+        warmup = b.get("warmup") or "10%"
         lines.append(f"<li>run {esc(run_id)} ({esc(mpi_label(curve.run.get('mpi')))}): "
-                     f"{esc(b.get('iterations'))} iterations after {esc(b.get('warmup'))} "
+                     f"{esc(iters)} iterations after {esc(warmup)} "
                      f"warm-up, root {esc(b.get('root'))}, binding {esc(b.get('binding'))}</li>")
     text = f"<ul class='benches'>{''.join(lines)}</ul>"
     failed = [(c, s) for c in group.curves for s, r in c.results.items()
-              if r.get("check") not in (None, "ok")]
+              if failed_check(r)]
     if failed:
         listed = ", ".join(f"{c.label} at {fmt_size(s)}" for c, s in failed[:10])
         more = f" and {len(failed) - 10} more" if len(failed) > 10 else ""
@@ -547,7 +555,7 @@ def _annotate_cells(ax, matrix, logs, span) -> None:
 
 def _mark_failed(ax, group: OpGroup) -> None:
     points = [(s, v) for c in group.curves for s, r in c.results.items()
-              if r.get("check") not in (None, "ok") and (v := c.latency(s)) is not None]
+              if failed_check(r) and (v := c.latency(s)) is not None]
     if points:
         ax.scatter(*zip(*points, strict=True), marker="x", s=60, color="red", zorder=4,
                    label="failed check")
