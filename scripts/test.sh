@@ -19,6 +19,10 @@ say "ruff"
 .venv/bin/ruff check python tests/python bench
 say "Python tests"
 COLLTUNE_MPI=${mpis[0]} .venv/bin/python -m pytest -q tests/python
+for m in "${mpis[@]:1}"; do
+    say "drop-in and CLI tests with $m"
+    COLLTUNE_MPI=$m .venv/bin/python -m pytest -q tests/python/test_dropin.py tests/python/test_cli.py
+done
 
 scripts/check-sanitize.sh
 say "all tests passed"

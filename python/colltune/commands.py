@@ -47,6 +47,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="print the registry as the table of docs/ALGORITHMS.md")
     p.set_defaults(func=cmd_algorithms)
 
+    p = sub.add_parser("preload", help="print the path of the drop-in library (LD_PRELOAD)")
+    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.set_defaults(func=cmd_preload)
+
     p = sub.add_parser("bench", help="OSU-style latency benchmark of a collective")
     _bench_arguments(p)
     p.add_argument("--op", choices=COLLS, required=True)
@@ -104,6 +108,15 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_preload(args: argparse.Namespace) -> int:
+    try:
+        print(MPIBuild.select(args.mpi).tool("libcolltune_pmpi.so"))
+    except MPIError as e:
+        print(f"colltune: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def registry_markdown(reg: list[dict]) -> str:
     """docs/ALGORITHMS.md's table; a test keeps the file equal to this."""
     lines = ["| collective | algorithm | segmentable | default segment | commutative op only "
@@ -136,9 +149,13 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
         if not args.no_check:
             program.append("--check")
         cmd = build.launch_command(args.ranks, program, bind=not args.no_bind)
+        if args.ranks > (os.cpu_count() or 1):
+            print(f"colltune: {args.ranks} ranks on {os.cpu_count()} cores: oversubscribed, "
+                  "the ranks are not pinned and the timings say little", file=sys.stderr)
         bar = ProgressBar(progress_label or f"bench {op}")
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, **build.env}, start_new_session=True)
+                                env={**os.environ, **build.launch_env(args.ranks)},
+                                start_new_session=True)
         complete, stdout = False, []
         try:
             t = threading.Thread(target=lambda: stdout.extend(proc.stdout), daemon=True)
