@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Sanitizer builds of the library and tests, with MPICH (or the MPICC system MPI):
 #   build/asan-<mpi>   AddressSanitizer + UndefinedBehaviorSanitizer
-#   build/tsan-<mpi>   ThreadSanitizer (the progress threads run under it once they exist)
-# Each runs the schedule checks, the error tests and the small-message correctness tests.
+#   build/tsan-<mpi>   ThreadSanitizer
+# ASan/UBSan runs the schedule checks, the error tests and the small-message correctness
+# tests under MPI. TSan runs the MPI-free schedule checks only: with the MPICH 5.0.2 and
+# Open MPI 5.0.11 wheels even a two-line MPI program built with -fsanitize=thread dies
+# (MPICH: SIGSEGV in MPI_Finalize; Open MPI: MPI_Init fails), so MPI runs under TSan need
+# an instrumented MPI; the progress threads' own tests will run MPI-free under it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[sanitize]\033[0m %s\n' "$*" >&2; }
@@ -28,5 +32,8 @@ for kind in asan tsan; do
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
     export TSAN_OPTIONS=halt_on_error=1
     say "running $dir"
-    ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|errors|small'
+    case $kind in
+        asan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|errors|small' ;;
+        tsan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched' ;;
+    esac
 done
