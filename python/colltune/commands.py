@@ -156,7 +156,7 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, **build.launch_env(args.ranks)},
                                 start_new_session=True)
-        complete, stdout = False, []
+        stdout: list[str] = []
         try:
             t = threading.Thread(target=lambda: stdout.extend(proc.stdout), daemon=True)
             t.start()
@@ -169,12 +169,7 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
                     errors.append(line)
             rc = proc.wait()
             t.join()
-            bar.done()
-            if rc not in (0, 3):
-                raise RuntimeError(
-                    f"benchmark failed (exit {rc}): {shlex.join(cmd)}\n" + "".join(errors[-20:]))
-            complete = True
-        except BaseException:
+        except KeyboardInterrupt:
             _stop(proc)
             bar.done()
             if not out.exists():
@@ -183,8 +178,12 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
             doc["complete"] = False
             doc["command"] = shlex.join(cmd)
             raise BenchInterrupted(doc) from None
+        bar.done()
+        if rc not in (0, 3):  # 3: ran to the end, some result differed from native
+            raise RuntimeError(
+                f"benchmark failed (exit {rc}): {shlex.join(cmd)}\n" + "".join(errors[-20:]))
         doc = _read_jsonl(out)
-        doc["complete"] = complete
+        doc["complete"] = True
         doc["command"] = shlex.join(cmd)
         doc["stdout"] = "".join(stdout)
         return doc

@@ -5,6 +5,7 @@
  */
 #include "registry.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,24 +107,30 @@ int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s)
     return (rc || s->error) ? -1 : 0;
 }
 
-const char *ct_registry_json(void)
+static char registry_json[16384];
+
+static void build_registry_json(void)
 {
-    static char buf[16384];
-    if (buf[0])
-        return buf;
+    char *buf = registry_json;
     size_t used = 0;
-    used += (size_t)snprintf(buf + used, sizeof buf - used, "[");
-    for (int i = 0; i < NENTRIES && used < sizeof buf; i++) {
+    used += (size_t)snprintf(buf + used, sizeof registry_json - used, "[");
+    for (int i = 0; i < NENTRIES && used < sizeof registry_json; i++) {
         const ct_algorithm_info *a = &table[i].info;
         used += (size_t)snprintf(
-            buf + used, sizeof buf - used,
+            buf + used, sizeof registry_json - used,
             "%s{\"coll\":\"%s\",\"name\":\"%s\",\"segmentable\":%s,\"needs_commutative\":%s,"
             "\"takes_radix\":%s,\"native\":%s,\"default_segsize\":%lld,\"summary\":\"%s\"}",
             i ? "," : "", coll_names[a->coll], a->name, (a->flags & SEG) ? "true" : "false",
             (a->flags & COMM) ? "true" : "false", (a->flags & RADIX) ? "true" : "false",
             (a->flags & NATIVE) ? "true" : "false", a->default_segsize, a->summary);
     }
-    if (used < sizeof buf)
-        snprintf(buf + used, sizeof buf - used, "]");
-    return buf;
+    if (used < sizeof registry_json)
+        snprintf(buf + used, sizeof registry_json - used, "]");
+}
+
+const char *ct_registry_json(void)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, build_registry_json);
+    return registry_json;
 }
