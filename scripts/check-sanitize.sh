@@ -10,15 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[sanitize]\033[0m %s\n' "$*" >&2; }
-# Runs a command quietly; on failure shows everything it printed.
-quiet() {
-    local log rc=0
-    log=$(mktemp)
-    "$@" >"$log" 2>&1 || rc=$?
-    [ $rc -eq 0 ] || cat "$log" >&2
-    rm -f "$log"
-    return $rc
-}
+. scripts/lib.sh
 if [ -n "${MPICC:-}" ]; then name=system; mpicc=$MPICC; else
     name=mpich; mpicc=$PWD/.mpi/mpich/bin/mpicc
     [ -x "$mpicc" ] || scripts/setup.sh mpich

