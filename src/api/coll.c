@@ -75,6 +75,7 @@ typedef struct comm_state {
     MPI_Comm priv;      /* private duplicate: our messages never meet the app's */
     unsigned seq;       /* calls so far, for tags */
     ct_sched sched;
+    ct_workspace work;  /* the executor's memory, kept between calls */
     sched_key key;
     int have_key;
 } comm_state;
@@ -89,6 +90,7 @@ static int state_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     if (st->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&st->priv);
     ct_sched_free(&st->sched);
+    ct_workspace_free(&st->work);
     free(st);
     return MPI_SUCCESS;
 }
@@ -241,7 +243,7 @@ static int check_and_run(const call *c, const ct_options *opts)
     x.op = c->op;
     x.comm = st->priv;
     x.tag = (int)(st->seq++ & 0x7fff);
-    rc = ct_exec(&st->sched, &x);
+    rc = ct_exec(&st->sched, &x, &st->work);
     if (rc != MPI_SUCCESS)
         return raise_error(c->comm, rc, "%s/%s: communication failed", cname, e->info.name);
     return MPI_SUCCESS;

@@ -18,7 +18,7 @@ int ct_allreduce_rabenseifner(const ct_params *p, ct_sched *s)
     int wlo = st.newrank, whi = st.newrank + 1;
     for (int mask = 1; mask < st.pof2; mask *= 2) {
         int pn = st.newrank ^ mask;
-        int partner = ct_rsag_real(p, 0, st.pof2, st.rem, pn);
+        int partner = ct_rsag_real(p, 0, st.rem, pn);
         /* The partner's window is our window's twin on the other side. */
         int plo = pn & ~(mask - 1), phi = plo + mask;
         size_t off, len, poff, plen;

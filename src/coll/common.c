@@ -303,9 +303,8 @@ void ct_bruck_allgather(ct_sched *s, const ct_params *p, int buf, int first)
     }
 }
 
-int ct_rsag_real(const ct_params *p, int top, int pof2, int rem, int nr)
+int ct_rsag_real(const ct_params *p, int top, int rem, int nr)
 {
-    (void)pof2;
     int v = nr < rem ? 2 * nr : nr + rem;
     return (v + top) % p->size;
 }
@@ -347,7 +346,7 @@ int ct_rsag_reduce_scatter(ct_sched *s, const ct_params *p, int top, int work, c
 
     int wlo = 0, whi = st->pof2;
     for (int mask = st->pof2 / 2; mask >= 1; mask /= 2) {
-        int partner = ct_rsag_real(p, top, st->pof2, st->rem, st->newrank ^ mask);
+        int partner = ct_rsag_real(p, top, st->rem, st->newrank ^ mask);
         int mid = (wlo + whi) / 2;
         int klo, khi, slo, shi; /* kept and sent windows */
         if (st->newrank & mask) {

@@ -82,7 +82,7 @@ typedef struct ct_rsag {
 } ct_rsag;
 int ct_rsag_reduce_scatter(ct_sched *s, const ct_params *p, int top, int work, ct_rsag *st);
 /* Real rank of the power-of-two participant with new rank nr. */
-int ct_rsag_real(const ct_params *p, int top, int pof2, int rem, int nr);
+int ct_rsag_real(const ct_params *p, int top, int rem, int nr);
 /* Element range owned by new rank nr's window [wlo, whi) of pof2 parts. */
 void ct_rsag_range(size_t count, int pof2, int wlo, int whi, size_t *off, size_t *len);
 

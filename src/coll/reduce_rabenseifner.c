@@ -19,12 +19,12 @@ int ct_reduce_rabenseifner(const ct_params *p, ct_sched *s)
         size_t off, len;
         ct_sched_round(s);
         if (st.newrank & mask) {
-            int dst = ct_rsag_real(p, p->root, st.pof2, st.rem, st.newrank - mask);
+            int dst = ct_rsag_real(p, p->root, st.rem, st.newrank - mask);
             ct_rsag_range(p->count, st.pof2, wlo, whi, &off, &len);
             ct_sched_send(s, dst, work, off, len);
             break;
         }
-        int src = ct_rsag_real(p, p->root, st.pof2, st.rem, st.newrank + mask);
+        int src = ct_rsag_real(p, p->root, st.rem, st.newrank + mask);
         ct_rsag_range(p->count, st.pof2, whi, whi + mask, &off, &len);
         ct_sched_recv(s, src, work, off, len);
         whi += mask;

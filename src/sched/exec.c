@@ -54,13 +54,18 @@ static int local_copy(const ct_exec_ctx *c, const void *from, void *to, size_t c
     return MPI_Unpack(*scratch, bytes, &pos, to, (int)count, c->datatype, MPI_COMM_SELF);
 }
 
-int ct_exec(const ct_sched *s, const ct_exec_ctx *c)
+void ct_workspace_free(ct_workspace *w)
+{
+    free(w->slab);
+    free(w->reqs);
+    free(w->scratch);
+    memset(w, 0, sizeof *w);
+}
+
+int ct_exec(const ct_sched *s, const ct_exec_ctx *c, ct_workspace *w)
 {
     void *bases[CT_MAX_BUFS] = {c->src, c->dst};
-    char *slab = NULL;
-    void *scratch = NULL;
-    size_t scratch_len = 0, total = 0, offs[CT_MAX_BUFS];
-    MPI_Request *reqs = NULL;
+    size_t total = 0, offs[CT_MAX_BUFS];
     int rc = MPI_SUCCESS, maxlen = 0;
 
     for (int b = CT_BUF_TMP0; b < s->nbufs; b++) {
@@ -69,17 +74,26 @@ int ct_exec(const ct_sched *s, const ct_exec_ctx *c)
         offs[b] = total;
         total += (bytes + 63) & ~(size_t)63;
     }
-    if (total && !(slab = malloc(total)))
-        return MPI_ERR_NO_MEM;
+    if (total > w->slab_len) {
+        char *slab = realloc(w->slab, total);
+        if (!slab)
+            return MPI_ERR_NO_MEM;
+        w->slab = slab;
+        w->slab_len = total;
+    }
     for (int b = CT_BUF_TMP0; b < s->nbufs; b++)
-        bases[b] = slab + offs[b] - c->true_lb;
+        bases[b] = w->slab + offs[b] - c->true_lb;
     for (int r = 0; r < s->nrounds; r++)
         if (ct_sched_round_len(s, r) > maxlen)
             maxlen = ct_sched_round_len(s, r);
-    if (maxlen && !(reqs = malloc(sizeof(MPI_Request) * (size_t)maxlen))) {
-        free(slab);
-        return MPI_ERR_NO_MEM;
+    if (maxlen > w->nreqs) {
+        MPI_Request *reqs = realloc(w->reqs, sizeof(MPI_Request) * (size_t)maxlen);
+        if (!reqs)
+            return MPI_ERR_NO_MEM;
+        w->reqs = reqs;
+        w->nreqs = maxlen;
     }
+    MPI_Request *reqs = w->reqs;
 
     for (int r = 0; r < s->nrounds && rc == MPI_SUCCESS; r++) {
         int first = s->round_start[r], len = ct_sched_round_len(s, r), nreq = 0;
@@ -104,11 +118,8 @@ int ct_exec(const ct_sched *s, const ct_exec_ctx *c)
                                       (int)o->a.count, c->datatype, c->op);
             else if (o->kind == CT_OP_COPY)
                 rc = local_copy(c, region(bases, c, &o->a), region(bases, c, &o->b),
-                                o->a.count, &scratch, &scratch_len);
+                                o->a.count, &w->scratch, &w->scratch_len);
         }
     }
-    free(reqs);
-    free(scratch);
-    free(slab);
     return rc;
 }

@@ -20,7 +20,21 @@ typedef struct ct_exec_ctx {
 /* Fills the datatype fields of ctx. */
 int ct_exec_describe_type(ct_exec_ctx *ctx, MPI_Datatype datatype);
 
+/* Memory the executor reuses from call to call (temporaries, requests, the
+ * pack buffer of non-contiguous copies), so a repeated collective allocates
+ * nothing. Zero-initialise; release with ct_workspace_free. */
+typedef struct ct_workspace {
+    char *slab;
+    size_t slab_len;
+    MPI_Request *reqs;
+    int nreqs;
+    void *scratch;
+    size_t scratch_len;
+} ct_workspace;
+
+void ct_workspace_free(ct_workspace *w);
+
 /* Runs s to completion. Returns MPI_SUCCESS or the first MPI error. */
-int ct_exec(const ct_sched *s, const ct_exec_ctx *ctx);
+int ct_exec(const ct_sched *s, const ct_exec_ctx *ctx, ct_workspace *w);
 
 #endif
