@@ -29,6 +29,11 @@ typedef enum ct_coll {
     CT_BCAST = 0,
     CT_REDUCE,
     CT_ALLREDUCE,
+    CT_SCATTER,
+    CT_GATHER,
+    CT_ALLGATHER,
+    CT_ALLTOALL,
+    CT_BARRIER,
     CT_NCOLL
 } ct_coll;
 
@@ -63,6 +68,35 @@ int ct_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 int ct_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                  MPI_Op op, MPI_Comm comm, const ct_options *opts);
 
+/* Scatter, as MPI_Scatter (recvbuf may be MPI_IN_PLACE at the root). */
+int ct_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+               const ct_options *opts);
+
+/* Gather, as MPI_Gather (sendbuf may be MPI_IN_PLACE at the root). */
+int ct_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+              int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+              const ct_options *opts);
+
+/* Allgather, as MPI_Allgather (sendbuf may be MPI_IN_PLACE). */
+int ct_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts);
+
+/* All-to-all, as MPI_Alltoall (sendbuf may be MPI_IN_PLACE). */
+int ct_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts);
+
+/* Barrier, as MPI_Barrier. */
+int ct_barrier(MPI_Comm comm, const ct_options *opts);
+
+/*
+ * The data-movement collectives (scatter, gather, allgather, alltoall) move
+ * bytes: the send and receive types may differ as MPI allows (equal type
+ * signatures), and non-contiguous types are packed and unpacked locally. This
+ * assumes a homogeneous data representation across ranks, as every shared-
+ * memory or single-architecture cluster has.
+ */
+
 /* ---- The algorithm registry -------------------------------------------- */
 
 /* Properties of an algorithm (bit flags of ct_algorithm_info.flags). */
@@ -87,7 +121,8 @@ int ct_algorithm_count(void);
 const ct_algorithm_info *ct_algorithm_get(int i);
 /* Looks an algorithm up by collective and name; NULL if unknown. */
 const ct_algorithm_info *ct_algorithm_find(ct_coll coll, const char *name);
-/* "bcast", "reduce", "allreduce"; NULL for an unknown value. */
+/* "bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall",
+ * "barrier"; NULL for an unknown value. */
 const char *ct_coll_name(ct_coll coll);
 /* Parses a collective name; returns -1 if unknown. */
 int ct_coll_from_name(const char *name);

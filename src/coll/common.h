@@ -12,7 +12,9 @@ typedef enum ct_tree_kind {
     CT_TREE_FLAT,    /* the root talks to everyone */
     CT_TREE_CHAIN,   /* v -> v+1 */
     CT_TREE_BINARY,  /* v -> 2v+1, 2v+2 */
-    CT_TREE_KNOMIAL  /* radix k; binomial is k = 2 */
+    CT_TREE_KNOMIAL, /* radix k; binomial is k = 2 */
+    CT_TREE_SPLIT    /* binary, subtrees contiguous: v's interval [v, v+n) has
+                        children v+1 and v+1+ceil((n-1)/2) */
 } ct_tree_kind;
 
 /* One rank's view of a tree, in real ranks. Children are listed in ascending
@@ -58,6 +60,20 @@ int ct_tree_reduce(ct_sched *s, const ct_params *p, ct_tree_kind kind, int top,
 /* The reduce generators of the tree algorithms: handles rank order for
  * non-commutative operations (reduce to rank 0, then hand over to the root). */
 int ct_reduce_over_tree(const ct_params *p, ct_sched *s, ct_tree_kind kind);
+
+/* Scatter of blocks (p->count elements each) down a tree whose subtrees are
+ * intervals of virtual ranks (flat, chain, split, k-nomial), segmented by
+ * p->segcount. At `top`, src_buf holds N blocks in real rank order; every
+ * rank ends with its block at dst_buf[dst_off]. The top copies its own
+ * block unless dst_buf < 0 (in-place scatter). */
+int ct_tree_scatter_blocks(ct_sched *s, const ct_params *p, ct_tree_kind kind, int top,
+                           int src_buf, int dst_buf, size_t dst_off);
+
+/* Gather of blocks up such a tree: every rank's block is at
+ * src_buf[src_off]; `top` ends with the N blocks in real rank order in
+ * dst_buf (its own is copied there unless it already is). */
+int ct_tree_gather_blocks(ct_sched *s, const ct_params *p, ct_tree_kind kind, int top,
+                          int src_buf, size_t src_off, int dst_buf);
 
 /* Ring allgather of the n parts of `buf`, where rank r (in rotated rank
  * (r - first + n) % n) already holds its own part. */

@@ -49,11 +49,57 @@ static const ct_registry_entry table[] = {
     {{CT_ALLREDUCE, "rabenseifner", COMM, 0,
       "reduce-scatter (recursive halving) + allgather (recursive doubling)"},
      ct_allreduce_rabenseifner},
+
+    {{CT_SCATTER, "native", NATIVE, 0, "the MPI library's MPI_Scatter"}, NULL},
+    {{CT_SCATTER, "linear", SEG, 0, "root sends each rank its block (flat tree)"},
+     ct_scatter_linear},
+    {{CT_SCATTER, "chain", SEG, 0, "chain: each rank keeps its block, forwards the rest"},
+     ct_scatter_chain},
+    {{CT_SCATTER, "binary", SEG, 0, "balanced binary tree of contiguous subtrees"},
+     ct_scatter_binary},
+    {{CT_SCATTER, "binomial", SEG, 0, "binomial tree, ceil(log2 N) rounds"}, ct_scatter_binomial},
+
+    {{CT_GATHER, "native", NATIVE, 0, "the MPI library's MPI_Gather"}, NULL},
+    {{CT_GATHER, "linear", SEG, 0, "root receives every block (flat tree)"}, ct_gather_linear},
+    {{CT_GATHER, "chain", SEG, 0, "chain towards the root, blocks accumulating"},
+     ct_gather_chain},
+    {{CT_GATHER, "binary", SEG, 0, "balanced binary tree of contiguous subtrees"},
+     ct_gather_binary},
+    {{CT_GATHER, "binomial", SEG, 0, "binomial tree, ceil(log2 N) rounds"}, ct_gather_binomial},
+
+    {{CT_ALLGATHER, "native", NATIVE, 0, "the MPI library's MPI_Allgather"}, NULL},
+    {{CT_ALLGATHER, "gather_bcast", 0, 0, "binomial gather to rank 0 + binomial bcast"},
+     ct_allgather_gather_bcast},
+    {{CT_ALLGATHER, "ring", 0, 0, "N-1 steps around a ring"}, ct_allgather_ring},
+    {{CT_ALLGATHER, "recursive_doubling", 0, 0,
+      "log2(N) exchanges of doubling size (non-powers of two folded in)"},
+     ct_allgather_recursive_doubling},
+    {{CT_ALLGATHER, "bruck", 0, 0, "Bruck: ceil(log2 N) steps, any N"}, ct_allgather_bruck},
+
+    {{CT_ALLTOALL, "native", NATIVE, 0, "the MPI library's MPI_Alltoall"}, NULL},
+    {{CT_ALLTOALL, "gather_scatter", 0, 0, "gather everything to rank 0, which scatters"},
+     ct_alltoall_gather_scatter},
+    {{CT_ALLTOALL, "pairwise", 0, 0, "N-1 steps, step k: send to rank+k, receive from rank-k"},
+     ct_alltoall_pairwise},
+    {{CT_ALLTOALL, "bruck", 0, 0, "Bruck: ceil(log2 N) steps of packed blocks"},
+     ct_alltoall_bruck},
+
+    {{CT_BARRIER, "native", NATIVE, 0, "the MPI library's MPI_Barrier"}, NULL},
+    {{CT_BARRIER, "ring", 0, 0, "extended ring: a token around the ring twice"},
+     ct_barrier_ring},
+    {{CT_BARRIER, "binomial", 0, 0, "distributed binomial: fan-in to rank 0, fan-out"},
+     ct_barrier_binomial},
+    {{CT_BARRIER, "tournament", 0, 0, "tournament: pairwise winners up, release down"},
+     ct_barrier_tournament},
+    {{CT_BARRIER, "dissemination", 0, 0, "dissemination: ceil(log2 N) rounds, rank+2^k"},
+     ct_barrier_dissemination},
 };
 
 #define NENTRIES ((int)(sizeof table / sizeof table[0]))
 
-static const char *const coll_names[CT_NCOLL] = {"bcast", "reduce", "allreduce"};
+static const char *const coll_names[CT_NCOLL] = {"bcast",   "reduce",    "allreduce",
+                                                  "scatter", "gather",    "allgather",
+                                                  "alltoall", "barrier"};
 
 int ct_algorithm_count(void) { return NENTRIES; }
 
@@ -97,7 +143,7 @@ int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s)
     if (!e || !e->generate)
         return -1;
     ct_sched_reset(s);
-    if (p->count == 0 || p->size == 1) {
+    if ((p->count == 0 && p->coll != CT_BARRIER) || p->size == 1) {
         /* Nothing to move; a single rank only copies its input. */
         if (p->count > 0 && p->coll != CT_BCAST && !p->in_place)
             ct_sched_copy(s, CT_BUF_SRC, 0, CT_BUF_DST, 0, p->count);

@@ -1,5 +1,6 @@
 #include "exec.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,8 @@ int ct_exec_describe_type(ct_exec_ctx *ctx, MPI_Datatype datatype)
 
 static void *region(void *const *bases, const ct_exec_ctx *c, const ct_region *r)
 {
+    if (r->count == 0)
+        return bases[r->buf]; /* zero-byte message: may have no buffer at all */
     return (char *)bases[r->buf] + (MPI_Aint)r->off * c->extent;
 }
 
@@ -83,6 +86,9 @@ int ct_exec(const ct_sched *s, const ct_exec_ctx *c, ct_workspace *w)
     }
     for (int b = CT_BUF_TMP0; b < s->nbufs; b++)
         bases[b] = w->slab + offs[b] - c->true_lb;
+    for (int i = 0; i < s->nops; i++)
+        if (s->ops[i].a.count > INT_MAX)
+            return MPI_ERR_COUNT; /* more than one MPI call can carry; checked before any message */
     for (int r = 0; r < s->nrounds; r++)
         if (ct_sched_round_len(s, r) > maxlen)
             maxlen = ct_sched_round_len(s, r);

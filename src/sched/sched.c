@@ -87,6 +87,16 @@ void ct_sched_recv(ct_sched *s, int peer, int buf, size_t off, size_t count)
     add(s, (ct_op){.kind = CT_OP_RECV, .peer = peer, .a = {buf, off, count}});
 }
 
+void ct_sched_sync_send(ct_sched *s, int peer)
+{
+    add(s, (ct_op){.kind = CT_OP_SEND, .peer = peer, .a = {CT_BUF_SRC, 0, 0}});
+}
+
+void ct_sched_sync_recv(ct_sched *s, int peer)
+{
+    add(s, (ct_op){.kind = CT_OP_RECV, .peer = peer, .a = {CT_BUF_DST, 0, 0}});
+}
+
 void ct_sched_reduce(ct_sched *s, int sbuf, size_t soff, int dbuf, size_t doff,
                      size_t count)
 {

@@ -50,10 +50,28 @@ typedef struct ct_sched {
 
 /* Everything a generator may depend on: no MPI object in here, so every
  * rank's schedule can be generated in one process. */
+/*
+ * Buffers by collective (count = p->count, N = p->size; "block" = count
+ * elements; block i of a buffer is [i * count, (i + 1) * count)):
+ *   bcast      DST: count (input at the root, output elsewhere)
+ *   reduce     SRC: count; DST: count at the root
+ *   allreduce  SRC: count; DST: count
+ *   scatter    SRC: N blocks at the root; DST: one block
+ *   gather     SRC: one block; DST: N blocks at the root
+ *   allgather  SRC: one block; DST: N blocks
+ *   alltoall   SRC: N blocks (block j goes to rank j); DST: N blocks (block i
+ *              comes from rank i)
+ *   barrier    none (count is 0; only zero-byte messages)
+ * in_place means the rank has no SRC and its input already sits in DST: at
+ * its final place for reduce / allreduce, and as block p->rank of DST for
+ * gather (root) and allgather. For scatter, in_place (root only) means the
+ * root's DST is not written: its block stays in SRC. Alltoall never sees
+ * in_place (the API copies the buffer first).
+ */
 typedef struct ct_params {
     int coll;               /* ct_coll */
     int size, rank, root;   /* root is ignored by allreduce */
-    size_t count;           /* elements */
+    size_t count;           /* elements (per block for the data-movement ones) */
     size_t type_size;       /* bytes of data in one element */
     size_t segcount;        /* elements per segment; 0 = one segment */
     int radix;              /* k-nomial radix (>= 2) */
@@ -74,9 +92,13 @@ void ct_sched_round(ct_sched *s);
 int ct_sched_tmp(ct_sched *s, size_t count);
 
 /* Builders. Zero-count communications are dropped (both sides of a message
- * compute the same count, so they stay matched). */
+ * compute the same count, so they stay matched); ct_sched_sync_* below keep
+ * theirs. */
 void ct_sched_send(ct_sched *s, int peer, int buf, size_t off, size_t count);
 void ct_sched_recv(ct_sched *s, int peer, int buf, size_t off, size_t count);
+/* A zero-byte message, never dropped: synchronisation (barriers). */
+void ct_sched_sync_send(ct_sched *s, int peer);
+void ct_sched_sync_recv(ct_sched *s, int peer);
 /* dst = src (op) dst over count elements. */
 void ct_sched_reduce(ct_sched *s, int sbuf, size_t soff, int dbuf, size_t doff,
                      size_t count);

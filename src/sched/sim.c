@@ -21,6 +21,9 @@ typedef struct sim {
     size_t esz;
     queue *sendq, *recvq; /* per (src, dst) pair */
     int *round, *posted, *left;
+    /* heard[r * n + q]: rank r has heard from rank q's start (causally);
+     * told[] is the same at the start of r's current round, what its sends carry. */
+    unsigned char *heard, *told;
     ct_sim_result *res;
 } sim;
 
@@ -73,10 +76,15 @@ static int try_match(sim *S, int src, int dst)
                      dst);
             return -1;
         }
-        unsigned char *from = addr(S, src, &so->a, "send"), *to = addr(S, dst, &ro->a, "recv");
-        if (!from || !to)
-            return -1;
-        memmove(to, from, so->a.count * S->esz);
+        for (int q = 0; q < S->n; q++)
+            S->heard[dst * S->n + q] |= S->told[src * S->n + q];
+        if (so->a.count > 0) {
+            unsigned char *from = addr(S, src, &so->a, "send");
+            unsigned char *to = addr(S, dst, &ro->a, "recv");
+            if (!from || !to)
+                return -1;
+            memmove(to, from, so->a.count * S->esz);
+        }
         S->res->messages++;
         S->res->elements += (long long)so->a.count;
         S->left[src]--;
@@ -111,7 +119,7 @@ static int local_ops(sim *S, int rank, int r, ct_sim_reduce_fn reduce)
 }
 
 int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *dst,
-               size_t user_count, size_t elem_size, ct_sim_reduce_fn reduce,
+               size_t src_count, size_t dst_count, size_t elem_size, ct_sim_reduce_fn reduce,
                ct_sim_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -124,7 +132,10 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
     S.round = calloc((size_t)n, sizeof(int));
     S.posted = calloc((size_t)n, sizeof(int));
     S.left = calloc((size_t)n, sizeof(int));
-    if (!S.bufs || !S.bufcount || !S.sendq || !S.recvq || !S.round || !S.posted || !S.left ) {
+    S.heard = calloc((size_t)n * n, 1);
+    S.told = calloc((size_t)n * n, 1);
+    if (!S.bufs || !S.bufcount || !S.sendq || !S.recvq || !S.round || !S.posted || !S.left ||
+        !S.heard || !S.told) {
         snprintf(res->error, sizeof res->error, "out of memory");
         goto out;
     }
@@ -136,8 +147,9 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
         }
         S.bufs[r * CT_MAX_BUFS + CT_BUF_SRC] = src[r];
         S.bufs[r * CT_MAX_BUFS + CT_BUF_DST] = dst[r];
-        S.bufcount[r * CT_MAX_BUFS + CT_BUF_SRC] = user_count;
-        S.bufcount[r * CT_MAX_BUFS + CT_BUF_DST] = user_count;
+        S.bufcount[r * CT_MAX_BUFS + CT_BUF_SRC] = src[r] ? src_count : 0;
+        S.bufcount[r * CT_MAX_BUFS + CT_BUF_DST] = dst[r] ? dst_count : 0;
+        S.heard[r * n + r] = 1;
         for (int b = CT_BUF_TMP0; b < s->nbufs; b++) {
             S.bufcount[r * CT_MAX_BUFS + b] = s->buf_count[b];
             S.bufs[r * CT_MAX_BUFS + b] = calloc(s->buf_count[b] ? s->buf_count[b] : 1, elem_size);
@@ -167,6 +179,7 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
             if (!S.posted[r]) {
                 S.posted[r] = 1;
                 progress = 1;
+                memcpy(&S.told[r * n], &S.heard[r * n], (size_t)n);
                 int first = s->round_start[rd], len = ct_sched_round_len(s, rd);
                 for (int i = first; i < first + len; i++) {
                     const ct_op *o = &s->ops[i];
@@ -210,6 +223,10 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
                      i / n, i % n);
             goto out;
         }
+    res->all_synchronized = 1;
+    for (int i = 0; i < n * n; i++)
+        if (!S.heard[i])
+            res->all_synchronized = 0;
     rc = 0;
     goto out;
 oom:
@@ -231,5 +248,7 @@ out:
     free(S.round);
     free(S.posted);
     free(S.left);
+    free(S.heard);
+    free(S.told);
     return rc;
 }

@@ -17,14 +17,18 @@ typedef struct ct_sim_result {
     long messages;     /* SENDs matched */
     long long elements;/* elements carried by them */
     int max_rounds;    /* the longest schedule, in rounds */
+    /* Nonzero when every rank finished only after hearing (through a chain of
+     * messages) from every other rank's start: what a barrier must ensure. */
+    int all_synchronized;
     char error[256];   /* empty on success */
 } ct_sim_result;
 
-/* Runs scheds[0..n-1]; src[r] / dst[r] are rank r's buffers of user_count
- * elements of elem_size bytes (NULL where the rank has none). Returns 0, or -1 with res->error set (unmatched message,
- * size mismatch, deadlock, out-of-range region or peer). */
+/* Runs scheds[0..n-1]; src[r] / dst[r] are rank r's buffers of src_count /
+ * dst_count elements of elem_size bytes (NULL where the rank has none).
+ * Returns 0, or -1 with res->error set (unmatched message, size mismatch,
+ * deadlock, out-of-range region or peer). */
 int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *dst,
-               size_t user_count, size_t elem_size, ct_sim_reduce_fn reduce,
+               size_t src_count, size_t dst_count, size_t elem_size, ct_sim_reduce_fn reduce,
                ct_sim_result *res);
 
 #endif

@@ -60,78 +60,166 @@ static long long sim_messages;
         }                                                                                      \
     } while (0)
 
+static int rooted(ct_coll c)
+{
+    return c == CT_BCAST || c == CT_REDUCE || c == CT_SCATTER || c == CT_GATHER;
+}
+
+/* Which collectives have an MPI_IN_PLACE form. */
+static int has_in_place(ct_coll c)
+{
+    return c == CT_REDUCE || c == CT_ALLREDUCE || c == CT_SCATTER || c == CT_GATHER ||
+           c == CT_ALLGATHER;
+}
+
+static elem *filled(size_t n, int r, size_t first)
+{
+    elem *b = calloc(n ? n : 1, sizeof(elem));
+    for (size_t i = 0; i < n && r >= 0; i++)
+        b[i] = input(r, first + i);
+    return b;
+}
+
+/* Rank r's buffers and the result it must end with, per the conventions of
+ * sched.h. src_n / dst_n are the buffer sizes in elements. */
+static void setup_rank(ct_coll c, int n, int r, int root, size_t count, int commutative,
+                       int in_place, void **src, void **dst, elem **expect, size_t *src_n,
+                       size_t *dst_n)
+{
+    size_t all = (size_t)n * count;
+    *src = *dst = NULL;
+    *expect = NULL;
+    switch (c) {
+    case CT_BCAST:
+        *dst_n = count;
+        *dst = r == root ? filled(count, root, 0) : filled(count, -1, 0);
+        *expect = filled(count, root, 0);
+        break;
+    case CT_REDUCE:
+    case CT_ALLREDUCE: {
+        int has_out = c == CT_ALLREDUCE || r == root;
+        *src_n = *dst_n = count;
+        if (in_place)
+            *dst = filled(count, r, 0);
+        else {
+            *src = filled(count, r, 0);
+            if (has_out)
+                *dst = filled(count, -1, 0);
+        }
+        if (has_out) {
+            *expect = filled(count, -1, 0);
+            for (size_t i = 0; i < count; i++) {
+                elem acc = input(n - 1, i);
+                for (int q = n - 2; q >= 0; q--)
+                    acc = commutative ? (elem){acc.a + input(q, i).a, acc.b + input(q, i).b}
+                                      : compose(input(q, i), acc);
+                (*expect)[i] = acc;
+            }
+        }
+        break;
+    }
+    case CT_SCATTER:
+        *src_n = all;
+        *dst_n = count;
+        if (r == root)
+            *src = filled(all, root, 0);
+        if (!in_place) {
+            *dst = filled(count, -1, 0);
+            *expect = filled(count, root, (size_t)r * count);
+        }
+        break;
+    case CT_GATHER:
+    case CT_ALLGATHER: {
+        int has_out = c == CT_ALLGATHER || r == root;
+        *src_n = count;
+        *dst_n = all;
+        if (!in_place)
+            *src = filled(count, r, 0);
+        if (has_out) {
+            *dst = filled(all, -1, 0);
+            if (in_place)
+                for (size_t i = 0; i < count; i++)
+                    ((elem *)*dst)[(size_t)r * count + i] = input(r, i);
+            *expect = filled(all, -1, 0);
+            for (int q = 0; q < n; q++)
+                for (size_t i = 0; i < count; i++)
+                    (*expect)[(size_t)q * count + i] = input(q, i);
+        }
+        break;
+    }
+    case CT_ALLTOALL:
+        *src_n = *dst_n = all;
+        *src = filled(all, r, 0);
+        *dst = filled(all, -1, 0);
+        *expect = filled(all, -1, 0);
+        for (int q = 0; q < n; q++)
+            for (size_t i = 0; i < count; i++)
+                (*expect)[(size_t)q * count + i] = input(q, (size_t)r * count + i);
+        break;
+    default: /* barrier: no data */
+        *src_n = *dst_n = 0;
+        break;
+    }
+}
+
 static void run_case(const ct_algorithm_info *info, int n, int root, size_t count,
                      size_t segcount, int radix, int commutative, int in_place)
 {
+    ct_coll c = info->coll;
     ct_sched *scheds = calloc((size_t)n, sizeof *scheds);
     ct_sched **sp = calloc((size_t)n, sizeof *sp);
     void **src = calloc((size_t)n, sizeof *src), **dst = calloc((size_t)n, sizeof *dst);
-    elem *expect = calloc(count ? count : 1, sizeof(elem));
+    elem **expect = calloc((size_t)n, sizeof *expect);
+    size_t src_n = 0, dst_n = 0;
     cases++;
     for (int r = 0; r < n; r++) {
-        ct_params p = {.coll = info->coll, .size = n, .rank = r, .root = root, .count = count,
+        ct_params p = {.coll = c, .size = n, .rank = r, .root = root, .count = count,
                        .type_size = sizeof(elem), .segcount = segcount, .radix = radix,
                        .commutative = commutative};
-        int has_out = info->coll != CT_REDUCE || r == root;
-        p.in_place = in_place && has_out && info->coll != CT_BCAST;
+        /* In-place applies at the root only for the rooted collectives. */
+        p.in_place = in_place && (!rooted(c) || r == root || c == CT_ALLREDUCE);
         ct_sched_init(&scheds[r]);
         sp[r] = &scheds[r];
+        setup_rank(c, n, r, root, count, commutative, p.in_place, &src[r], &dst[r], &expect[r],
+                   &src_n, &dst_n);
         if (ct_sched_generate(info->name, &p, &scheds[r])) {
             FAIL("generation failed on rank %d", r);
             goto out;
         }
-        elem *in = malloc((count ? count : 1) * sizeof(elem));
-        for (size_t i = 0; i < count; i++)
-            in[i] = input(r, i);
-        if (info->coll == CT_BCAST) {
-            dst[r] = in;
-            if (r != root)
-                memset(in, 0, count * sizeof(elem));
-        } else if (p.in_place) {
-            dst[r] = in;
-        } else {
-            src[r] = in;
-            if (has_out)
-                dst[r] = calloc(count ? count : 1, sizeof(elem));
-        }
-    }
-    for (size_t i = 0; i < count; i++) {
-        if (info->coll == CT_BCAST) {
-            expect[i] = input(root, i);
-            continue;
-        }
-        elem acc = input(n - 1, i);
-        for (int r = n - 2; r >= 0; r--)
-            acc = commutative ? (elem){acc.a + input(r, i).a, acc.b + input(r, i).b}
-                              : compose(input(r, i), acc);
-        expect[i] = acc;
     }
     ct_sim_result res;
-    if (ct_sim_run(n, sp, src, dst, count, sizeof(elem), commutative ? reduce_sum : reduce_affine,
-                   &res)) {
+    if (ct_sim_run(n, sp, src, dst, src_n, dst_n, sizeof(elem),
+                   commutative ? reduce_sum : reduce_affine, &res)) {
         FAIL("%s", res.error);
         goto out;
     }
     sim_messages += res.messages;
     for (int r = 0; r < n; r++) {
-        if (!dst[r] || (info->coll == CT_REDUCE && r != root))
-            continue;
-        if (memcmp(dst[r], expect, count * sizeof(elem)) != 0) {
+        if (expect[r] && memcmp(dst[r], expect[r], dst_n * sizeof(elem)) != 0) {
             FAIL("wrong result on rank %d", r);
             goto out;
         }
     }
-    for (int r = 0; r < n; r++)
-        if (src[r] && !in_place)
-            for (size_t i = 0; i < count; i++)
-                if (memcmp(&((elem *)src[r])[i], &(elem){input(r, i).a, input(r, i).b},
-                           sizeof(elem))) {
-                    FAIL("rank %d's input was modified", r);
-                    goto out;
-                }
+    for (int r = 0; r < n; r++) {
+        if (!src[r])
+            continue;
+        elem *orig = filled(src_n, r == root || c != CT_SCATTER ? r : -1, 0);
+        int same = memcmp(src[r], orig, src_n * sizeof(elem)) == 0;
+        free(orig);
+        if (!same) {
+            FAIL("rank %d's input was modified", r);
+            goto out;
+        }
+    }
+    /* Every rank must have heard from every other before finishing: the
+     * whole point of a barrier, and implied by any correct all-to-all. */
+    if ((c == CT_BARRIER || ((c == CT_ALLGATHER || c == CT_ALLTOALL ||
+                              c == CT_ALLREDUCE) && count > 0)) &&
+        !res.all_synchronized)
+        FAIL("a rank finished before hearing from every other rank");
     /* Message counts every tree broadcast must have: one message per
      * segment per non-root rank. */
-    if (info->coll == CT_BCAST && count > 0 && strncmp(info->name, "scatter_", 8) != 0) {
+    if (c == CT_BCAST && count > 0 && strncmp(info->name, "scatter_", 8) != 0) {
         long segs = segcount ? (long)((count + segcount - 1) / segcount) : 1;
         if (res.messages != segs * (n - 1))
             FAIL("%ld messages, expected %ld segments x (N-1) = %ld", res.messages, segs,
@@ -142,6 +230,7 @@ out:
         ct_sched_free(&scheds[r]);
         free(src[r]);
         free(dst[r]);
+        free(expect[r]);
     }
     free(scheds);
     free(sp);
@@ -160,11 +249,13 @@ int main(void)
             continue;
         int before = failures, ncases = cases;
         for (int n = 1; n <= 64; n++) {
-            int roots[4] = {0, n - 1, n / 2, 1 % n}, nroots = info->coll == CT_ALLREDUCE ? 1 : 4;
+            int roots[4] = {0, n - 1, n / 2, 1 % n}, nroots = rooted(info->coll) ? 4 : 1;
             for (int ri = 0; ri < nroots; ri++) {
                 if (ri > 0 && (roots[ri] == roots[0] || roots[ri] == roots[ri - 1]))
                     continue;
-                for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++)
+                for (size_t ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+                    if (info->coll == CT_BARRIER && ci > 0)
+                        break; /* a barrier moves no data */
                     for (size_t si = 0; si < sizeof segs / sizeof segs[0]; si++) {
                         if (si > 0 && !(info->flags & CT_ALG_SEGMENTABLE))
                             break;
@@ -174,15 +265,17 @@ int main(void)
                             if (radix != 4 && !(info->flags & CT_ALG_TAKES_RADIX))
                                 continue;
                             for (int comm = 1; comm >= 0; comm--) {
-                                if (!comm && (info->coll == CT_BCAST ||
-                                              (info->flags & CT_ALG_NEEDS_COMMUTE)))
+                                int reduces = info->coll == CT_REDUCE ||
+                                              info->coll == CT_ALLREDUCE;
+                                if (!comm && (!reduces || (info->flags & CT_ALG_NEEDS_COMMUTE)))
                                     continue;
-                                for (int ip = 0; ip <= (info->coll != CT_BCAST); ip++)
+                                for (int ip = 0; ip <= has_in_place(info->coll); ip++)
                                     run_case(info, n, roots[ri], counts[ci], segs[si], radix,
                                              comm, ip);
                             }
                         }
                     }
+                }
             }
         }
         printf("%-10s %-20s %6d cases %s\n", ct_coll_name(info->coll), info->name,
@@ -213,7 +306,7 @@ int main(void)
                 }
                 ct_sim_result res;
                 long want = pass ? (long)k * (n - 1) : n - 1;
-                if (ct_sim_run(n, sp, bufs, bufs, count, 1, reduce_sum, &res) ||
+                if (ct_sim_run(n, sp, bufs, bufs, count, count, 1, reduce_sum, &res) ||
                     res.messages != want) {
                     fprintf(stderr, "FAIL %s N=%d k=%d: %ld messages, want %ld %s\n", a->name, n,
                             k, res.messages, want, res.error);
