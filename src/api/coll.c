@@ -551,6 +551,7 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
         return native_on_reject ? ct_call_native(c) : raise_message(c->comm, why.cls, why.msg);
     if ((e->info.flags & CT_ALG_NATIVE) || inter)
         return ct_call_native(c); /* inter-communicators are MPI's business */
+    *ran = e->info.name;
 
     ct_params p;
     memset(&p, 0, sizeof p);
@@ -596,7 +597,6 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
         p.segcount = seg_ok ? ct_segcount_for(seg, 1) : 0;
         rc = run_movement(c, st, &p, e);
     }
-    *ran = e->info.name;
     if (rc != MPI_SUCCESS)
         return raise_error(c->comm, rc, "%s/%s: failed (%s)", cname, e->info.name,
                            rc == MPI_ERR_NO_MEM ? "out of memory" : "MPI error");
