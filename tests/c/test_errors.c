@@ -4,6 +4,7 @@
  * aborts or hangs, and a correct call afterwards still works.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "colltune.h"
@@ -34,6 +35,236 @@ static void expect(const char *what, int rc, int want_class, const char *want_te
     } else if (rank == 0) {
         printf("ok   %-45s -> %s\n", what, msg);
     }
+}
+
+/* Bad input to scatter, gather, allgather, alltoall and barrier. Every rank
+ * makes a call that fails before any message, except where MPI makes the
+ * argument significant at some ranks only: then only those ranks call (the
+ * root's own call would be valid and wait for the others). */
+static void movement_errors(ct_options *o)
+{
+    int n = nprocs, root = n - 1, is_root = rank == root;
+    int *s = calloc((size_t)n * 8, sizeof(int)), *r = calloc((size_t)n * 8, sizeof(int));
+    MPI_Comm W = MPI_COMM_WORLD;
+
+    /* Root out of range. */
+    ct_options_init(o);
+    o->algorithm = "binomial";
+    expect("scatter root = size", ct_scatter(s, 2, MPI_INT, r, 2, MPI_INT, n, W, o),
+           MPI_ERR_ROOT, "scatter: root");
+    expect("gather root = -1", ct_gather(s, 2, MPI_INT, r, 2, MPI_INT, -1, W, o), MPI_ERR_ROOT,
+           "gather: root");
+
+    /* Negative counts (significant at every rank in these calls). */
+    expect("scatter negative recvcount", ct_scatter(s, 2, MPI_INT, r, -2, MPI_INT, 0, W, o),
+           MPI_ERR_COUNT, "scatter: negative count");
+    expect("gather negative sendcount", ct_gather(s, -1, MPI_INT, r, 2, MPI_INT, 0, W, o),
+           MPI_ERR_COUNT, "gather: negative count");
+    o->algorithm = "ring";
+    expect("allgather negative recvcount",
+           ct_allgather(s, 2, MPI_INT, r, -1, MPI_INT, W, o), MPI_ERR_COUNT,
+           "allgather: negative count");
+    o->algorithm = "pairwise";
+    expect("alltoall negative sendcount", ct_alltoall(s, -3, MPI_INT, r, 2, MPI_INT, W, o),
+           MPI_ERR_COUNT, "alltoall: negative count");
+    /* The root's sendcount of a scatter is significant at the root only. */
+    o->algorithm = "linear";
+    if (rank == 0) /* only the root calls: rank 0, so that its result is printed */
+        expect("scatter negative sendcount at the root",
+               ct_scatter(s, -1, MPI_INT, r, 2, MPI_INT, 0, W, o), MPI_ERR_COUNT,
+               "scatter: negative count -1");
+
+    /* MPI_DATATYPE_NULL. */
+    expect("scatter recvtype MPI_DATATYPE_NULL",
+           ct_scatter(s, 2, MPI_INT, r, 2, MPI_DATATYPE_NULL, 0, W, o), MPI_ERR_TYPE,
+           "scatter: MPI_DATATYPE_NULL");
+    expect("gather sendtype MPI_DATATYPE_NULL",
+           ct_gather(s, 2, MPI_DATATYPE_NULL, r, 2, MPI_INT, 0, W, o), MPI_ERR_TYPE,
+           "gather: MPI_DATATYPE_NULL");
+    o->algorithm = "bruck";
+    expect("allgather recvtype MPI_DATATYPE_NULL",
+           ct_allgather(s, 2, MPI_INT, r, 2, MPI_DATATYPE_NULL, W, o), MPI_ERR_TYPE,
+           "allgather: MPI_DATATYPE_NULL");
+    expect("alltoall sendtype MPI_DATATYPE_NULL",
+           ct_alltoall(s, 2, MPI_DATATYPE_NULL, r, 2, MPI_INT, W, o), MPI_ERR_TYPE,
+           "alltoall: MPI_DATATYPE_NULL");
+
+    /* MPI_COMM_NULL. */
+    expect("scatter on MPI_COMM_NULL",
+           ct_scatter(s, 2, MPI_INT, r, 2, MPI_INT, 0, MPI_COMM_NULL, o), MPI_ERR_COMM,
+           "scatter on MPI_COMM_NULL");
+    expect("gather on MPI_COMM_NULL",
+           ct_gather(s, 2, MPI_INT, r, 2, MPI_INT, 0, MPI_COMM_NULL, NULL), MPI_ERR_COMM,
+           "gather on MPI_COMM_NULL");
+    expect("allgather on MPI_COMM_NULL",
+           ct_allgather(s, 2, MPI_INT, r, 2, MPI_INT, MPI_COMM_NULL, o), MPI_ERR_COMM,
+           "allgather on MPI_COMM_NULL");
+    expect("alltoall on MPI_COMM_NULL",
+           ct_alltoall(s, 2, MPI_INT, r, 2, MPI_INT, MPI_COMM_NULL, NULL), MPI_ERR_COMM,
+           "alltoall on MPI_COMM_NULL");
+    expect("barrier on MPI_COMM_NULL", ct_barrier(MPI_COMM_NULL, NULL), MPI_ERR_COMM,
+           "barrier on MPI_COMM_NULL");
+
+    /* MPI_IN_PLACE where MPI does not allow it. */
+    o->algorithm = "binomial";
+    expect("scatter sendbuf MPI_IN_PLACE",
+           ct_scatter(MPI_IN_PLACE, 2, MPI_INT, r, 2, MPI_INT, 0, W, o), MPI_ERR_BUFFER,
+           "scatter: MPI_IN_PLACE is only valid as the root's receive buffer");
+    expect("gather recvbuf MPI_IN_PLACE",
+           ct_gather(s, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, 0, W, o), MPI_ERR_BUFFER,
+           "gather: MPI_IN_PLACE is only valid as the root's send buffer");
+    o->algorithm = "recursive_doubling";
+    expect("allgather recvbuf MPI_IN_PLACE",
+           ct_allgather(s, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, W, o), MPI_ERR_BUFFER,
+           "allgather: MPI_IN_PLACE as receive buffer");
+    o->algorithm = "bruck";
+    expect("alltoall recvbuf MPI_IN_PLACE",
+           ct_alltoall(MPI_IN_PLACE, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, W, o),
+           MPI_ERR_BUFFER, "alltoall: MPI_IN_PLACE as receive buffer");
+    o->algorithm = "chain";
+    if (!is_root) { /* the root's own call would be valid: it does not call */
+        expect("scatter recvbuf MPI_IN_PLACE at a non-root",
+               ct_scatter(s, 2, MPI_INT, MPI_IN_PLACE, 2, MPI_INT, root, W, o), MPI_ERR_BUFFER,
+               "scatter: MPI_IN_PLACE is only valid as the root's receive buffer");
+        expect("gather sendbuf MPI_IN_PLACE at a non-root",
+               ct_gather(MPI_IN_PLACE, 2, MPI_INT, r, 2, MPI_INT, root, W, o), MPI_ERR_BUFFER,
+               "gather: MPI_IN_PLACE is only valid as the root's send buffer");
+    }
+
+    /* Aliased send and receive buffers. */
+    if (rank == 0) {
+        expect("scatter aliased buffers at the root",
+               ct_scatter(s, 2, MPI_INT, s, 2, MPI_INT, 0, W, o), MPI_ERR_BUFFER,
+               "scatter: send and receive buffers alias");
+        expect("gather aliased buffers at the root",
+               ct_gather(r, 2, MPI_INT, r, 2, MPI_INT, 0, W, o), MPI_ERR_BUFFER,
+               "gather: send and receive buffers alias");
+    }
+    o->algorithm = "ring";
+    expect("allgather aliased buffers", ct_allgather(r, 2, MPI_INT, r, 2, MPI_INT, W, o),
+           MPI_ERR_BUFFER, "allgather: send and receive buffers alias");
+    o->algorithm = "pairwise";
+    expect("alltoall aliased buffers", ct_alltoall(r, 2, MPI_INT, r, 2, MPI_INT, W, NULL),
+           MPI_ERR_BUFFER, "alltoall: send and receive buffers alias");
+
+    /* Send and receive sizes of a block that differ at a rank that does both. */
+    expect("allgather sends more than it receives",
+           ct_allgather(s, 2, MPI_INT, r, 1, MPI_INT, W, o), MPI_ERR_TRUNCATE,
+           "allgather: 8 bytes sent per block but only 4 received");
+    expect("alltoall sends less than it receives",
+           ct_alltoall(s, 1, MPI_INT, r, 1, MPI_DOUBLE, W, o), MPI_ERR_ARG,
+           "alltoall: 4 bytes sent per block but 8 expected");
+    o->algorithm = "binary";
+    if (rank == 0) {
+        expect("scatter root sends more than it receives",
+               ct_scatter(s, 4, MPI_INT, r, 1, MPI_DOUBLE, 0, W, o), MPI_ERR_TRUNCATE,
+               "scatter: 16 bytes sent per block but only 8 received");
+        expect("gather root sends less than it receives",
+               ct_gather(s, 1, MPI_BYTE, r, 1, MPI_INT, 0, W, o), MPI_ERR_ARG,
+               "gather: 1 bytes sent per block but 4 expected");
+    }
+
+    /* Unknown algorithms, one of another collective among them. */
+    o->algorithm = "no_such_algorithm";
+    expect("scatter unknown algorithm", ct_scatter(s, 2, MPI_INT, r, 2, MPI_INT, 0, W, o),
+           MPI_ERR_ARG, "unknown scatter algorithm 'no_such_algorithm'");
+    o->algorithm = "ring"; /* an allgather and barrier name */
+    expect("gather algorithm of another collective",
+           ct_gather(s, 2, MPI_INT, r, 2, MPI_INT, 0, W, o), MPI_ERR_ARG,
+           "unknown gather algorithm 'ring'");
+    o->algorithm = "pairwise";
+    expect("allgather algorithm of another collective",
+           ct_allgather(s, 2, MPI_INT, r, 2, MPI_INT, W, o), MPI_ERR_ARG,
+           "unknown allgather algorithm 'pairwise'");
+    o->algorithm = "binomial";
+    expect("alltoall algorithm of another collective",
+           ct_alltoall(s, 2, MPI_INT, r, 2, MPI_INT, W, o), MPI_ERR_ARG,
+           "unknown alltoall algorithm 'binomial'");
+    o->algorithm = "bruck";
+    expect("barrier algorithm of another collective", ct_barrier(W, o), MPI_ERR_ARG,
+           "unknown barrier algorithm 'bruck'");
+
+    /* Segment sizes <= 0. */
+    o->algorithm = "chain";
+    o->has_segsize = 1;
+    o->segsize = 0;
+    expect("scatter segment size 0", ct_scatter(s, 2, MPI_INT, r, 2, MPI_INT, 0, W, o),
+           MPI_ERR_ARG, "segment size must be > 0");
+    o->algorithm = "binomial";
+    o->segsize = -64;
+    expect("gather segment size < 0", ct_gather(s, 2, MPI_INT, r, 2, MPI_INT, 0, W, o),
+           MPI_ERR_ARG, "segment size must be > 0");
+    o->algorithm = "ring";
+    expect("allgather segment size < 0", ct_allgather(s, 2, MPI_INT, r, 2, MPI_INT, W, o),
+           MPI_ERR_ARG, "segment size must be > 0");
+    o->algorithm = "bruck";
+    o->segsize = 0;
+    expect("alltoall segment size 0", ct_alltoall(s, 2, MPI_INT, r, 2, MPI_INT, W, o),
+           MPI_ERR_ARG, "segment size must be > 0");
+    o->algorithm = "dissemination";
+    expect("barrier segment size 0", ct_barrier(W, o), MPI_ERR_ARG, "segment size must be > 0");
+
+    /* Correct calls afterwards work, with colltune's own algorithms. */
+    struct {
+        ct_coll coll;
+        const char *alg;
+    } fine[] = {{CT_SCATTER, "binomial"}, {CT_GATHER, "chain"},  {CT_ALLGATHER, "ring"},
+                {CT_ALLTOALL, "pairwise"}, {CT_BARRIER, "dissemination"}};
+    for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+        ct_options_init(o);
+        o->algorithm = fine[i].alg;
+        for (int j = 0; j < n * 2; j++) {
+            s[j] = rank * 1000 + j;
+            r[j] = -1;
+        }
+        int rc = MPI_SUCCESS, ok = 1;
+        switch (fine[i].coll) {
+        case CT_SCATTER: /* root's s[2k], s[2k+1] go to rank k */
+            rc = ct_scatter(s, 2, MPI_INT, r, 2, MPI_INT, root, W, o);
+            ok = r[0] == root * 1000 + 2 * rank && r[1] == root * 1000 + 2 * rank + 1;
+            break;
+        case CT_GATHER:
+            rc = ct_gather(s, 2, MPI_INT, r, 2, MPI_INT, root, W, o);
+            for (int k = 0; k < n && is_root; k++)
+                ok &= r[2 * k] == k * 1000 && r[2 * k + 1] == k * 1000 + 1;
+            ok &= is_root || r[0] == -1;
+            break;
+        case CT_ALLGATHER:
+            rc = ct_allgather(s, 2, MPI_INT, r, 2, MPI_INT, W, o);
+            for (int k = 0; k < n; k++)
+                ok &= r[2 * k] == k * 1000 && r[2 * k + 1] == k * 1000 + 1;
+            break;
+        case CT_ALLTOALL: /* rank k's s[2j], s[2j+1] go to rank j */
+            rc = ct_alltoall(s, 2, MPI_INT, r, 2, MPI_INT, W, o);
+            for (int k = 0; k < n; k++)
+                ok &= r[2 * k] == k * 1000 + 2 * rank && r[2 * k + 1] == k * 1000 + 2 * rank + 1;
+            break;
+        default:
+            rc = ct_barrier(W, o);
+            break;
+        }
+        if (rc != MPI_SUCCESS || !ok) {
+            char msg[MPI_MAX_ERROR_STRING] = "";
+            int len;
+            if (rc != MPI_SUCCESS)
+                MPI_Error_string(rc, msg, &len);
+            failures++;
+            fprintf(stderr, "FAIL rank %d: valid %s/%s after errors: rc=%d %s%s\n", rank,
+                    ct_coll_name(fine[i].coll), fine[i].alg, rc, msg, ok ? "" : " wrong result");
+        }
+    }
+    /* Count 0 and in-place forms are fine. */
+    o->algorithm = "linear";
+    if (ct_scatter(NULL, 0, MPI_INT, NULL, 0, MPI_INT, 0, W, o) != MPI_SUCCESS ||
+        ct_gather(rank == 0 ? MPI_IN_PLACE : s, 2, MPI_INT, r, 2, MPI_INT, 0, W, o) !=
+            MPI_SUCCESS ||
+        ct_allgather(NULL, 0, MPI_INT, NULL, 0, MPI_INT, W, NULL) != MPI_SUCCESS) {
+        failures++;
+        fprintf(stderr, "FAIL rank %d: count 0 or an in-place gather was refused\n", rank);
+    }
+    free(s);
+    free(r);
+    ct_options_init(o);
 }
 
 int main(int argc, char **argv)
@@ -118,6 +349,8 @@ int main(int argc, char **argv)
     expect("aliased send and receive buffers",
            ct_allreduce(buf, buf, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, NULL), MPI_ERR_BUFFER,
            "alias");
+
+    movement_errors(&o);
 
     /* Still usable after all that, and count 0 is fine. */
     for (int i = 0; i < 8; i++)

@@ -18,7 +18,10 @@
  * contiguous(4, INT), 2k DOUBLE <-> k vector; unsegmented and with segment
  * sizes of 64 and 37 bytes (--large: 8191) for segmentable algorithms;
  * MPI_IN_PLACE (scatter: root recvbuf; gather: root sendbuf; allgather and
- * alltoall: every sendbuf) and not. Fewer pairs and counts at N >= 13.
+ * alltoall: every sendbuf) and not. Fewer pairs and counts at N >= 13 (pairs
+ * BYTE, vector, struct, INT -> contiguous, DOUBLE -> vector; counts 0, 1,
+ * 33), and for --large (those five pairs, roots 0 and N-1, in place only for
+ * BYTE and vector).
  *
  * Barrier (--small): every algorithm 50 times in a row on MPI_COMM_WORLD, on a
  * split communicator of uneven size in reversed rank order, and on
@@ -122,8 +125,9 @@ static const pair pairs[] = {
     {T_INT4, T_INT, 1, 4},      {T_DOUBLE, T_VEC, 2, 1},  {T_VEC, T_DOUBLE, 1, 2},
 };
 #define NPAIRS ((int)(sizeof pairs / sizeof pairs[0]))
-/* The pairs kept at large N: every type and both kinds of conversion. */
-static const int pairs_large_n[] = {0, 3, 4, 5, 7};
+/* The pairs kept at N >= 13 and for large blocks: every kind of type (dense,
+ * strided, padded) and both kinds of conversion. */
+static const int pairs_few[] = {0, 3, 4, 5, 7};
 
 static void setup_types(void)
 {
@@ -402,12 +406,12 @@ static void run_movement(const ct_algorithm_info *a, int large)
     } else {
         roots[nroots++] = 0;
     }
-    int big_n = nprocs >= 13;
-    int npairs = big_n ? (int)(sizeof pairs_large_n / sizeof pairs_large_n[0]) : NPAIRS;
+    int big_n = nprocs >= 13, few_pairs = big_n || large;
+    int npairs = few_pairs ? (int)(sizeof pairs_few / sizeof pairs_few[0]) : NPAIRS;
     const int small_counts[] = {0, 1, 7, 16, 33}, small_counts_big_n[] = {0, 1, 33};
     int segmentable = (a->flags & CT_ALG_SEGMENTABLE) != 0;
     for (int pi = 0; pi < npairs; pi++) {
-        const pair *pr = &pairs[big_n ? pairs_large_n[pi] : pi];
+        const pair *pr = &pairs[few_pairs ? pairs_few[pi] : pi];
         int per_k = T[pr->s].size * pr->ms; /* bytes per block and unit of k */
         int counts[5], ncounts = 0;
         if (large) {
@@ -424,7 +428,8 @@ static void run_movement(const ct_algorithm_info *a, int large)
         for (int ri = 0; ri < nroots; ri++)
             for (int ci = 0; ci < ncounts; ci++)
                 for (int si = 0; si < (counts[ci] > 1 ? nsegs : 1); si++)
-                    for (int ip = 0; ip < 2; ip++)
+                    for (int ip = 0; ip < (large && pr->s != T_BYTE && pr->s != T_VEC ? 1 : 2);
+                         ip++)
                         move_case(a, pr, counts[ci], roots[ri], segs[si], ip);
     }
 }
@@ -544,7 +549,9 @@ int main(int argc, char **argv)
             only = argv[++i];
         else {
             if (rank == 0)
-                fprintf(stderr, "usage: %s [--small | --large] [--only COLL | ALGORITHM | COLL/ALGORITHM]\n",
+                fprintf(stderr,
+                        "usage: %s [--small | --large] [--only COLL | ALGORITHM | "
+                        "COLL/ALGORITHM]\n",
                         argv[0]);
             MPI_Finalize();
             return 2;
