@@ -9,7 +9,8 @@
  * collective produced from the same input.
  *
  * Usage: test_coll_mpi [--small | --large]
- *   --small: only the counts up to S+1; --large: only the 1 MiB + 3 bytes one.
+ *   --small: only the counts up to S+1; --large: only the 1 MiB + 3 bytes one
+ *   (segmented with 16 S elements per segment).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -263,8 +264,12 @@ int main(int argc, char **argv)
                             for (int ip = 0; ip < (a->coll == CT_BCAST ? 1 : 2); ip++) {
                                 if (big_case && (ip || ri > 0))
                                     continue; /* big messages: one root, not in place */
+                                /* Big messages: 1024-element segments (a few
+                                 * hundred, the last one partial); 64-element
+                                 * ones would mean thousands of messages per
+                                 * call, minutes at N = 16 on two cores. */
                                 check_case(a, d, op, opname, roots[ri], counts[ci],
-                                           sv ? seg : 0, ip);
+                                           sv ? (big_case ? 16 * seg : seg) : 0, ip);
                             }
                         }
                     }

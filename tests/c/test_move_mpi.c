@@ -478,9 +478,8 @@ static void barrier_on(const ct_algorithm_info *a, MPI_Comm comm, const char *co
                 MPI_Put(&t, 1, MPI_INT, p, bank * n + me, 1, MPI_INT, win);
         MPI_Win_flush_all(win); /* complete at every target before entering */
         cases++;
-        alarm(WATCHDOG_S);
+        alarm(WATCHDOG_S); /* disarmed after the window is freed */
         int err = ct_barrier(comm, &o);
-        alarm(0);
         if (err != MPI_SUCCESS) {
             char msg[MPI_MAX_ERROR_STRING], what[MPI_MAX_ERROR_STRING + 32];
             int len;
@@ -505,6 +504,7 @@ static void barrier_on(const ct_algorithm_info *a, MPI_Comm comm, const char *co
     free(seen);
     MPI_Win_unlock_all(win);
     MPI_Win_free(&win);
+    alarm(0);
 }
 
 static void no_pending(MPI_Comm comm, const char *comm_name)
