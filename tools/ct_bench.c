@@ -429,7 +429,9 @@ int main(int argc, char **argv)
             double median = iters % 2 ? sorted[iters / 2]
                                       : 0.5 * (sorted[iters / 2 - 1] + sorted[iters / 2]);
             printf("%-12lld%20.2f%20.2f%20.2f%14.2f%12d%s\n", size, avg, lo, hi, median, iters,
-                   strcmp(check, "FAILED") ? "" : "  RESULT DIFFERS FROM NATIVE");
+                   strcmp(check, "FAILED") ? ""
+                   : barrier                ? "  CHECK FAILED: A RANK LEFT THE BARRIER EARLY"
+                                            : "  RESULT DIFFERS FROM NATIVE");
             if (a.progress)
                 fprintf(stderr, "progress %d %d\n", step + 1, nalgs * nsizes);
             if (jf) {

@@ -276,7 +276,8 @@ def comparison_table(doc: dict) -> str:
         lines.append(row)
     failed = sorted({r["algorithm"] for r in results if r.get("check") == "FAILED"})
     if failed:
-        lines.append("RESULT DIFFERS FROM NATIVE for: " + ", ".join(failed))
+        what = "RESULT DIFFERS FROM NATIVE" if meaning else "CHECK FAILED (a rank left early)"
+        lines.append(f"{what} for: " + ", ".join(failed))
     return "\n".join(lines)
 
 
