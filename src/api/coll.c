@@ -2,6 +2,7 @@
  * The blocking collectives of the public API: argument checks, the choice of
  * algorithm, and the hand-over of a generated schedule to the executor.
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 
 #include "../coll/registry.h"
 #include "../sched/exec.h"
+#include "call.h"
 #include "colltune.h"
 
 void ct_options_init(ct_options *opts)
@@ -23,15 +25,8 @@ void ct_options_init(ct_options *opts)
  * that MPI_Error_string explains what was wrong. */
 static pthread_mutex_t err_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int raise_error(MPI_Comm comm, int errclass, const char *fmt, ...)
+static int raise_message(MPI_Comm comm, int errclass, const char *msg)
 {
-    char msg[MPI_MAX_ERROR_STRING];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = snprintf(msg, sizeof msg, "colltune: ");
-    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-    va_end(ap);
-
     /* A small table of messages already registered, so repeated errors do
      * not create codes without bound. */
     static struct {
@@ -62,6 +57,17 @@ static int raise_error(MPI_Comm comm, int errclass, const char *fmt, ...)
     return code;
 }
 
+static int raise_error(MPI_Comm comm, int errclass, const char *fmt, ...)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(msg, sizeof msg, "colltune: ");
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    return raise_message(comm, errclass, msg);
+}
+
 /* ---- Per-communicator state --------------------------------------------- */
 
 /* Cache key of the last schedule: a collective repeated with the same shape
@@ -78,6 +84,9 @@ typedef struct comm_state {
     ct_workspace work;  /* the executor's memory, kept between calls */
     sched_key key;
     int have_key;
+    /* Packed copies for non-contiguous types of the data-movement collectives. */
+    void *pack_src, *pack_dst;
+    size_t pack_src_len, pack_dst_len;
 } comm_state;
 
 static int state_keyval = MPI_KEYVAL_INVALID;
@@ -91,6 +100,8 @@ static int state_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
         PMPI_Comm_free(&st->priv);
     ct_sched_free(&st->sched);
     ct_workspace_free(&st->work);
+    free(st->pack_src);
+    free(st->pack_dst);
     free(st);
     return MPI_SUCCESS;
 }
@@ -125,147 +136,539 @@ static int get_state(MPI_Comm comm, comm_state **out)
     return MPI_SUCCESS;
 }
 
-/* ---- The common path ---------------------------------------------------- */
+/* ---- Checks ------------------------------------------------------------- */
 
-typedef struct call {
-    ct_coll coll;
-    const void *sendbuf;
-    void *recvbuf;
-    int count;
-    MPI_Datatype datatype;
-    MPI_Op op;
-    int root;
-    MPI_Comm comm;
-} call;
+/* Why a call is refused: an MPI error class and a message. */
+typedef struct reject {
+    int cls;
+    char msg[MPI_MAX_ERROR_STRING];
+} reject;
 
-static int run_native(const call *c)
+static int refuse(reject *r, int cls, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = snprintf(r->msg, sizeof r->msg, "colltune: ");
+    vsnprintf(r->msg + n, sizeof r->msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    r->cls = cls;
+    return cls;
+}
+
+static int rooted(ct_coll c)
+{
+    return c == CT_BCAST || c == CT_REDUCE || c == CT_SCATTER || c == CT_GATHER;
+}
+
+/* Which (count, type) pairs this rank's call must have right. */
+static void significant(const ct_call *c, int rank, int *send, int *recv)
+{
+    int root = rank == c->root;
+    *send = *recv = 0;
+    switch (c->coll) {
+    case CT_BCAST:
+    case CT_REDUCE:
+    case CT_ALLREDUCE:
+        *recv = 1;
+        break;
+    case CT_SCATTER:
+        *send = root;
+        *recv = !(root && c->recvbuf == MPI_IN_PLACE);
+        break;
+    case CT_GATHER:
+        *send = !(root && c->sendbuf == MPI_IN_PLACE);
+        *recv = root;
+        break;
+    case CT_ALLGATHER:
+    case CT_ALLTOALL:
+        *send = c->sendbuf != MPI_IN_PLACE;
+        *recv = 1;
+        break;
+    default:
+        break;
+    }
+}
+
+static int type_size_of(MPI_Datatype t, int *size)
+{
+    return PMPI_Type_size(t, size);
+}
+
+/* The argument checks MPI asks for; MPI_SUCCESS or the class, with *r. */
+static int check_args(const ct_call *c, int rank, int size, int inter, int *commutative,
+                      reject *r)
+{
+    const char *cname = ct_coll_name(c->coll);
+    int send, recv;
+    significant(c, rank, &send, &recv);
+    if (send && c->sendcount < 0)
+        return refuse(r, MPI_ERR_COUNT, "%s: negative count %d", cname, c->sendcount);
+    if (recv && c->recvcount < 0)
+        return refuse(r, MPI_ERR_COUNT, "%s: negative count %d", cname, c->recvcount);
+    if ((send && c->sendtype == MPI_DATATYPE_NULL) || (recv && c->recvtype == MPI_DATATYPE_NULL))
+        return refuse(r, MPI_ERR_TYPE, "%s: MPI_DATATYPE_NULL", cname);
+    if (rooted(c->coll) && !inter && (c->root < 0 || c->root >= size))
+        return refuse(r, MPI_ERR_ROOT, "%s: root %d outside [0, %d)", cname, c->root, size);
+    *commutative = 1;
+    int root = rank == c->root;
+    switch (c->coll) {
+    case CT_BCAST:
+        if (c->recvbuf == MPI_IN_PLACE)
+            return refuse(r, MPI_ERR_BUFFER, "bcast: MPI_IN_PLACE is not allowed");
+        break;
+    case CT_REDUCE:
+    case CT_ALLREDUCE: {
+        int rc;
+        if (c->op == MPI_OP_NULL)
+            return refuse(r, MPI_ERR_OP, "%s: MPI_OP_NULL", cname);
+        if ((rc = PMPI_Op_commutative(c->op, commutative)) != MPI_SUCCESS)
+            return refuse(r, MPI_ERR_OP, "%s: invalid operation", cname);
+        if (c->sendbuf == MPI_IN_PLACE && c->coll == CT_REDUCE && !root)
+            return refuse(r, MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
+        if (c->recvbuf == MPI_IN_PLACE)
+            return refuse(r, MPI_ERR_BUFFER, "%s: MPI_IN_PLACE as receive buffer", cname);
+        if (c->recvcount > 0 && c->sendbuf == c->recvbuf && c->recvbuf != NULL &&
+            (c->coll == CT_ALLREDUCE || root))
+            return refuse(r, MPI_ERR_BUFFER,
+                          "%s: send and receive buffers alias (use MPI_IN_PLACE)", cname);
+        break;
+    }
+    case CT_SCATTER:
+    case CT_GATHER: {
+        int scatter = c->coll == CT_SCATTER;
+        const void *inplace_side = scatter ? c->recvbuf : c->sendbuf;
+        const void *other_side = scatter ? c->sendbuf : c->recvbuf;
+        if (other_side == MPI_IN_PLACE || (!root && inplace_side == MPI_IN_PLACE))
+            return refuse(r, MPI_ERR_BUFFER, "%s: MPI_IN_PLACE is only valid as the root's %s "
+                          "buffer", cname, scatter ? "receive" : "send");
+        if (root && inplace_side != MPI_IN_PLACE && c->sendbuf == c->recvbuf &&
+            c->sendbuf != NULL && c->sendcount > 0 && c->recvcount > 0)
+            return refuse(r, MPI_ERR_BUFFER,
+                          "%s: send and receive buffers alias (use MPI_IN_PLACE)", cname);
+        break;
+    }
+    case CT_ALLGATHER:
+    case CT_ALLTOALL:
+        if (c->recvbuf == MPI_IN_PLACE)
+            return refuse(r, MPI_ERR_BUFFER, "%s: MPI_IN_PLACE as receive buffer", cname);
+        if (c->sendbuf != MPI_IN_PLACE && c->sendbuf == c->recvbuf && c->sendbuf != NULL &&
+            c->sendcount > 0 && c->recvcount > 0)
+            return refuse(r, MPI_ERR_BUFFER,
+                          "%s: send and receive buffers alias (use MPI_IN_PLACE)", cname);
+        break;
+    default:
+        break;
+    }
+    /* A rank that both sends and receives locally must see equal sizes (the
+     * type signatures of a block must match). */
+    int both = c->coll >= CT_SCATTER && c->coll <= CT_ALLTOALL && send && recv;
+    if (both && !inter) {
+        int ss, rs;
+        if (type_size_of(c->sendtype, &ss) != MPI_SUCCESS ||
+            type_size_of(c->recvtype, &rs) != MPI_SUCCESS)
+            return refuse(r, MPI_ERR_TYPE, "%s: invalid datatype", cname);
+        long long sb = (long long)c->sendcount * ss, rb = (long long)c->recvcount * rs;
+        if (sb > rb)
+            return refuse(r, MPI_ERR_TRUNCATE,
+                          "%s: %lld bytes sent per block but only %lld received", cname, sb, rb);
+        if (sb < rb)
+            return refuse(r, MPI_ERR_ARG, "%s: %lld bytes sent per block but %lld expected",
+                          cname, sb, rb);
+    }
+    return MPI_SUCCESS;
+}
+
+/* ---- Native ------------------------------------------------------------- */
+
+int ct_call_native(const ct_call *c)
 {
     switch (c->coll) {
     case CT_BCAST:
-        return PMPI_Bcast(c->recvbuf, c->count, c->datatype, c->root, c->comm);
+        return PMPI_Bcast(c->recvbuf, c->recvcount, c->recvtype, c->root, c->comm);
     case CT_REDUCE:
-        return PMPI_Reduce(c->sendbuf, c->recvbuf, c->count, c->datatype, c->op, c->root,
+        return PMPI_Reduce(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype, c->op, c->root,
                            c->comm);
     case CT_ALLREDUCE:
-        return PMPI_Allreduce(c->sendbuf, c->recvbuf, c->count, c->datatype, c->op, c->comm);
+        return PMPI_Allreduce(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype, c->op,
+                              c->comm);
+    case CT_SCATTER:
+        return PMPI_Scatter(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
+                            c->recvtype, c->root, c->comm);
+    case CT_GATHER:
+        return PMPI_Gather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
+                           c->recvtype, c->root, c->comm);
+    case CT_ALLGATHER:
+        return PMPI_Allgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
+                              c->recvtype, c->comm);
+    case CT_ALLTOALL:
+        return PMPI_Alltoall(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
+                             c->recvtype, c->comm);
+    case CT_BARRIER:
+        return PMPI_Barrier(c->comm);
     default:
         return MPI_ERR_INTERN;
     }
 }
 
-static int check_and_run(const call *c, const ct_options *opts)
+/* ---- Byte views of the data-movement collectives ------------------------ */
+
+/* A type whose elements are laid out back to back, with no holes and no
+ * offset: n of them are n * size plain bytes. */
+static int dense(MPI_Datatype t, int *dense_out)
+{
+    MPI_Aint lb, extent, tlb, textent;
+    int size, rc;
+    if ((rc = PMPI_Type_get_extent(t, &lb, &extent)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_true_extent(t, &tlb, &textent)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_size(t, &size)) != MPI_SUCCESS)
+        return rc;
+    *dense_out = tlb == 0 && lb == 0 && textent == extent && extent == (MPI_Aint)size;
+    return MPI_SUCCESS;
+}
+
+static int grow_buf(void **buf, size_t *len, size_t need)
+{
+    if (need <= *len)
+        return MPI_SUCCESS;
+    void *n = realloc(*buf, need);
+    if (!n)
+        return MPI_ERR_NO_MEM;
+    *buf = n;
+    *len = need;
+    return MPI_SUCCESS;
+}
+
+/* Packs count elements of t at from into bytes bytes at to. The packed form
+ * must be the plain bytes (a homogeneous MPI), which the size check confirms. */
+static int pack(const void *from, long long count, MPI_Datatype t, void *to, size_t bytes)
+{
+    if (count > INT_MAX || bytes > INT_MAX)
+        return MPI_ERR_COUNT;
+    int pos = 0, rc;
+    if ((rc = PMPI_Pack(from, (int)count, t, to, (int)bytes, &pos, MPI_COMM_SELF)) !=
+        MPI_SUCCESS)
+        return rc;
+    return (size_t)pos == bytes ? MPI_SUCCESS : MPI_ERR_TYPE;
+}
+
+static int unpack(const void *from, size_t bytes, void *to, long long count, MPI_Datatype t)
+{
+    if (count > INT_MAX || bytes > INT_MAX)
+        return MPI_ERR_COUNT;
+    int pos = 0;
+    return PMPI_Unpack(from, (int)bytes, &pos, to, (int)count, t, MPI_COMM_SELF);
+}
+
+/* The input as bytes: the user's buffer itself when dense, else packed. */
+static int src_view(comm_state *st, const void *buf, long long count, MPI_Datatype t,
+                    size_t bytes, void **view)
+{
+    int d, rc;
+    if ((rc = dense(t, &d)) != MPI_SUCCESS)
+        return rc;
+    if (d) {
+        *view = (void *)buf; /* read only: schedules never write SRC */
+        return MPI_SUCCESS;
+    }
+    if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, bytes)) != MPI_SUCCESS)
+        return rc;
+    *view = st->pack_src;
+    return pack(buf, count, t, st->pack_src, bytes);
+}
+
+/* The output as bytes: the user's buffer when dense (*unpack_after = 0), else
+ * a packed buffer to unpack into the user's when the schedule is done. */
+static int dst_view(comm_state *st, void *buf, MPI_Datatype t, size_t bytes, void **view,
+                    int *unpack_after)
+{
+    int d, rc;
+    if ((rc = dense(t, &d)) != MPI_SUCCESS)
+        return rc;
+    *unpack_after = !d;
+    if (d) {
+        *view = buf;
+        return MPI_SUCCESS;
+    }
+    if ((rc = grow_buf(&st->pack_dst, &st->pack_dst_len, bytes)) != MPI_SUCCESS)
+        return rc;
+    *view = st->pack_dst;
+    return MPI_SUCCESS;
+}
+
+/* ---- Running a schedule ------------------------------------------------- */
+
+static int run_schedule(comm_state *st, const ct_registry_entry *e, const ct_params *p,
+                        ct_exec_ctx *x)
+{
+    sched_key key;
+    memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
+    key.alg = e;
+    memcpy(&key.params, p, sizeof *p);
+    if (!st->have_key || memcmp(&key, &st->key, sizeof key) != 0) {
+        st->have_key = 0;
+        if (ct_sched_generate(e->info.name, p, &st->sched))
+            return MPI_ERR_NO_MEM;
+        memcpy(&st->key, &key, sizeof key);
+        st->have_key = 1;
+    }
+    x->comm = st->priv;
+    x->tag = (int)(st->seq++ & 0x7fff);
+    return ct_exec(&st->sched, x, &st->work);
+}
+
+static void byte_ctx(ct_exec_ctx *x)
+{
+    memset(x, 0, sizeof *x);
+    x->datatype = MPI_BYTE;
+    x->extent = 1;
+    x->true_extent = 1;
+    x->contiguous = 1;
+    x->type_size = 1;
+    x->op = MPI_OP_NULL;
+}
+
+/* Scatter, gather, allgather, alltoall: blocks of bytes. */
+static int run_movement(const ct_call *c, comm_state *st, ct_params *p, const ct_registry_entry *e)
+{
+    int rank = p->rank, n = p->size, root = rank == c->root, rc, ssize = 0, rsize = 0;
+    int send, recv;
+    significant(c, rank, &send, &recv);
+    if (send && (rc = PMPI_Type_size(c->sendtype, &ssize)) != MPI_SUCCESS)
+        return rc;
+    if (recv && (rc = PMPI_Type_size(c->recvtype, &rsize)) != MPI_SUCCESS)
+        return rc;
+    size_t block = recv ? (size_t)c->recvcount * (size_t)rsize
+                        : (size_t)c->sendcount * (size_t)ssize;
+    if (block == 0)
+        return MPI_SUCCESS;
+    size_t all = block * (size_t)n;
+    ct_exec_ctx x;
+    byte_ctx(&x);
+    int unpack_after = 0;
+    long long out_count = 0; /* elements of recvtype to unpack */
+    p->count = block;
+    switch (c->coll) {
+    case CT_SCATTER:
+        p->in_place = root && c->recvbuf == MPI_IN_PLACE;
+        if (root && (rc = src_view(st, c->sendbuf, (long long)c->sendcount * n, c->sendtype,
+                                   all, &x.src)) != MPI_SUCCESS)
+            return rc;
+        if (!p->in_place) {
+            if ((rc = dst_view(st, c->recvbuf, c->recvtype, block, &x.dst, &unpack_after)) !=
+                MPI_SUCCESS)
+                return rc;
+            out_count = c->recvcount;
+        }
+        break;
+    case CT_GATHER:
+    case CT_ALLGATHER:
+        p->in_place = c->sendbuf == MPI_IN_PLACE;
+        if (!p->in_place &&
+            (rc = src_view(st, c->sendbuf, c->sendcount, c->sendtype, block, &x.src)) !=
+                MPI_SUCCESS)
+            return rc;
+        if (c->coll == CT_ALLGATHER || root) {
+            if ((rc = dst_view(st, c->recvbuf, c->recvtype, all, &x.dst, &unpack_after)) !=
+                MPI_SUCCESS)
+                return rc;
+            out_count = (long long)c->recvcount * n;
+            if (p->in_place && unpack_after) {
+                /* The rank's own block is in the user's buffer: bring it in. */
+                MPI_Aint lb, extent;
+                PMPI_Type_get_extent(c->recvtype, &lb, &extent);
+                const char *own = (const char *)c->recvbuf + (MPI_Aint)rank * c->recvcount * extent;
+                if ((rc = pack(own, c->recvcount, c->recvtype,
+                               (char *)x.dst + (size_t)rank * block, block)) != MPI_SUCCESS)
+                    return rc;
+            }
+        }
+        break;
+    case CT_ALLTOALL:
+        p->in_place = 0;
+        if (c->sendbuf == MPI_IN_PLACE) {
+            /* The input is overwritten as results arrive: work from a copy. */
+            if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, all)) != MPI_SUCCESS ||
+                (rc = pack(c->recvbuf, (long long)c->recvcount * n, c->recvtype, st->pack_src,
+                           all)) != MPI_SUCCESS)
+                return rc;
+            x.src = st->pack_src;
+        } else if ((rc = src_view(st, c->sendbuf, (long long)c->sendcount * n, c->sendtype,
+                                  all, &x.src)) != MPI_SUCCESS) {
+            return rc;
+        }
+        if ((rc = dst_view(st, c->recvbuf, c->recvtype, all, &x.dst, &unpack_after)) !=
+            MPI_SUCCESS)
+            return rc;
+        out_count = (long long)c->recvcount * n;
+        break;
+    default:
+        return MPI_ERR_INTERN;
+    }
+    if ((rc = run_schedule(st, e, p, &x)) != MPI_SUCCESS)
+        return rc;
+    if (unpack_after)
+        rc = unpack(x.dst, out_count == c->recvcount ? block : all, c->recvbuf, out_count,
+                    c->recvtype);
+    return rc;
+}
+
+/* ---- The common path ---------------------------------------------------- */
+
+int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
+                const char **ran)
 {
     const char *cname = ct_coll_name(c->coll);
-    int size, rank, inter, rc;
-    if (c->comm == MPI_COMM_NULL)
+    int size, rank, inter, rc, commutative = 1;
+    reject why;
+    *ran = "native";
+    if (c->comm == MPI_COMM_NULL) {
+        if (native_on_reject)
+            return ct_call_native(c);
         return raise_error(MPI_COMM_NULL, MPI_ERR_COMM, "%s on MPI_COMM_NULL", cname);
+    }
     if ((rc = PMPI_Comm_test_inter(c->comm, &inter)) != MPI_SUCCESS)
-        return rc;
+        return native_on_reject ? ct_call_native(c) : rc;
     PMPI_Comm_size(c->comm, &size);
     PMPI_Comm_rank(c->comm, &rank);
-    if (c->count < 0)
-        return raise_error(c->comm, MPI_ERR_COUNT, "%s: negative count %d", cname, c->count);
-    if (c->datatype == MPI_DATATYPE_NULL)
-        return raise_error(c->comm, MPI_ERR_TYPE, "%s: MPI_DATATYPE_NULL", cname);
-    if (c->coll != CT_ALLREDUCE && !inter && (c->root < 0 || c->root >= size))
-        return raise_error(c->comm, MPI_ERR_ROOT, "%s: root %d outside [0, %d)", cname, c->root,
-                           size);
-    int commutative = 1;
-    if (c->coll != CT_BCAST) {
-        if (c->op == MPI_OP_NULL)
-            return raise_error(c->comm, MPI_ERR_OP, "%s: MPI_OP_NULL", cname);
-        if ((rc = PMPI_Op_commutative(c->op, &commutative)) != MPI_SUCCESS)
-            return rc;
-        if (c->sendbuf == MPI_IN_PLACE && c->coll == CT_REDUCE && rank != c->root)
-            return raise_error(c->comm, MPI_ERR_BUFFER,
-                               "reduce: MPI_IN_PLACE is only valid at the root");
-        if (c->count > 0 && c->sendbuf == c->recvbuf && c->recvbuf != NULL &&
-            (c->coll == CT_ALLREDUCE || rank == c->root))
-            return raise_error(c->comm, MPI_ERR_BUFFER,
-                               "%s: send and receive buffers alias (use MPI_IN_PLACE)", cname);
-    }
+    if (check_args(c, rank, size, inter, &commutative, &why) != MPI_SUCCESS)
+        return native_on_reject ? ct_call_native(c) : raise_message(c->comm, why.cls, why.msg);
 
     const char *alg = (opts && opts->algorithm && opts->algorithm[0]) ? opts->algorithm : NULL;
     const ct_registry_entry *e = ct_registry_find(c->coll, alg ? alg : "native");
     if (!e)
-        return raise_error(c->comm, MPI_ERR_ARG, "unknown %s algorithm '%s'", cname, alg);
-    if (opts && opts->has_segsize && opts->segsize <= 0)
-        return raise_error(c->comm, MPI_ERR_ARG, "segment size must be > 0 (got %lld)",
-                           opts->segsize);
-    if (opts && (opts->radix < 0 || opts->radix == 1))
-        return raise_error(c->comm, MPI_ERR_ARG, "radix must be >= 2 (got %d)", opts->radix);
-    if (!commutative && (e->info.flags & CT_ALG_NEEDS_COMMUTE))
-        return raise_error(c->comm, MPI_ERR_OP,
-                           "%s algorithm '%s' needs a commutative operation; "
-                           "use one that keeps rank order",
-                           cname, e->info.name);
+        refuse(&why, MPI_ERR_ARG, "unknown %s algorithm '%s'", cname, alg);
+    else if (opts && opts->has_segsize && opts->segsize <= 0)
+        refuse(&why, MPI_ERR_ARG, "segment size must be > 0 (got %lld)", opts->segsize);
+    else if (opts && (opts->radix < 0 || opts->radix == 1))
+        refuse(&why, MPI_ERR_ARG, "radix must be >= 2 (got %d)", opts->radix);
+    else if (!commutative && (e->info.flags & CT_ALG_NEEDS_COMMUTE))
+        refuse(&why, MPI_ERR_OP,
+               "%s algorithm '%s' needs a commutative operation; use one that keeps rank order",
+               cname, e->info.name);
+    else
+        why.cls = MPI_SUCCESS;
+    if (why.cls != MPI_SUCCESS)
+        return native_on_reject ? ct_call_native(c) : raise_message(c->comm, why.cls, why.msg);
     if ((e->info.flags & CT_ALG_NATIVE) || inter)
-        return run_native(c); /* inter-communicators are MPI's business */
-
-    ct_exec_ctx x;
-    memset(&x, 0, sizeof x);
-    if ((rc = ct_exec_describe_type(&x, c->datatype)) != MPI_SUCCESS)
-        return raise_error(c->comm, rc, "%s: invalid datatype", cname);
-    if (c->count == 0 || x.type_size == 0)
-        return MPI_SUCCESS;
-
-    comm_state *st;
-    if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
-        return raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
+        return ct_call_native(c); /* inter-communicators are MPI's business */
+    *ran = e->info.name;
 
     ct_params p;
     memset(&p, 0, sizeof p);
     p.coll = c->coll;
     p.size = size;
     p.rank = rank;
-    p.root = c->coll == CT_ALLREDUCE ? 0 : c->root;
-    p.count = (size_t)c->count;
-    p.type_size = x.type_size;
-    long long seg = (opts && opts->has_segsize) ? opts->segsize : e->info.default_segsize;
-    p.segcount = (e->info.flags & CT_ALG_SEGMENTABLE) ? ct_segcount_for(seg, x.type_size) : 0;
+    p.root = rooted(c->coll) ? c->root : 0;
     p.radix = (opts && opts->radix) ? opts->radix : 4;
     p.commutative = commutative;
-    p.in_place = c->sendbuf == MPI_IN_PLACE && (c->coll == CT_ALLREDUCE || rank == c->root);
+    long long seg = (opts && opts->has_segsize) ? opts->segsize : e->info.default_segsize;
+    int seg_ok = (e->info.flags & CT_ALG_SEGMENTABLE) != 0;
 
-    sched_key key;
-    memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
-    key.alg = e;
-    memcpy(&key.params, &p, sizeof p);
-    if (!st->have_key || memcmp(&key, &st->key, sizeof key) != 0) {
-        st->have_key = 0;
-        if (ct_sched_generate(e->info.name, &p, &st->sched))
-            return raise_error(c->comm, MPI_ERR_NO_MEM, "%s: schedule generation failed", cname);
-        memcpy(&st->key, &key, sizeof key);
-        st->have_key = 1;
+    ct_exec_ctx x;
+    comm_state *st = NULL;
+    if (c->coll == CT_BCAST || c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE) {
+        memset(&x, 0, sizeof x);
+        if ((rc = ct_exec_describe_type(&x, c->recvtype)) != MPI_SUCCESS)
+            return native_on_reject ? ct_call_native(c)
+                                    : raise_error(c->comm, rc, "%s: invalid datatype", cname);
+        if (c->recvcount == 0 || x.type_size == 0)
+            return MPI_SUCCESS;
+        if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
+            return raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
+        p.count = (size_t)c->recvcount;
+        p.type_size = x.type_size;
+        p.segcount = seg_ok ? ct_segcount_for(seg, x.type_size) : 0;
+        p.in_place = c->sendbuf == MPI_IN_PLACE && (c->coll == CT_ALLREDUCE || rank == c->root);
+        x.src = p.in_place ? c->recvbuf : (void *)c->sendbuf;
+        x.dst = c->recvbuf;
+        x.op = c->op;
+        rc = run_schedule(st, e, &p, &x);
+    } else if (c->coll == CT_BARRIER) {
+        if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
+            return raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
+        static char nothing; /* zero-byte messages still want a buffer address */
+        byte_ctx(&x);
+        x.src = x.dst = &nothing;
+        rc = run_schedule(st, e, &p, &x);
+    } else {
+        if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
+            return raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
+        p.type_size = 1;
+        p.segcount = seg_ok ? ct_segcount_for(seg, 1) : 0;
+        rc = run_movement(c, st, &p, e);
     }
-    x.src = p.in_place ? c->recvbuf : (void *)c->sendbuf;
-    x.dst = c->recvbuf;
-    x.op = c->op;
-    x.comm = st->priv;
-    x.tag = (int)(st->seq++ & 0x7fff);
-    rc = ct_exec(&st->sched, &x, &st->work);
     if (rc != MPI_SUCCESS)
-        return raise_error(c->comm, rc, "%s/%s: communication failed", cname, e->info.name);
+        return raise_error(c->comm, rc, "%s/%s: failed (%s)", cname, e->info.name,
+                           rc == MPI_ERR_NO_MEM ? "out of memory" : "MPI error");
     return MPI_SUCCESS;
+}
+
+/* ---- Public entry points ------------------------------------------------ */
+
+static int run_public(const ct_call *c, const ct_options *opts)
+{
+    const char *ran;
+    return ct_call_run(c, opts, 0, &ran);
 }
 
 int ct_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
              const ct_options *opts)
 {
-    call c = {CT_BCAST, NULL, buf, count, datatype, MPI_OP_NULL, root, comm};
-    return check_and_run(&c, opts);
+    ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm};
+    return run_public(&c, opts);
 }
 
 int ct_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               int root, MPI_Comm comm, const ct_options *opts)
 {
-    call c = {CT_REDUCE, sendbuf, recvbuf, count, datatype, op, root, comm};
-    return check_and_run(&c, opts);
+    ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm};
+    return run_public(&c, opts);
 }
 
 int ct_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                  MPI_Op op, MPI_Comm comm, const ct_options *opts)
 {
-    call c = {CT_ALLREDUCE, sendbuf, recvbuf, count, datatype, op, 0, comm};
-    return check_and_run(&c, opts);
+    ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm};
+    return run_public(&c, opts);
+}
+
+int ct_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+               const ct_options *opts)
+{
+    ct_call c = {CT_SCATTER, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount,  recvtype, MPI_OP_NULL, root,     comm};
+    return run_public(&c, opts);
+}
+
+int ct_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+              int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+              const ct_options *opts)
+{
+    ct_call c = {CT_GATHER, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount, recvtype, MPI_OP_NULL, root,     comm};
+    return run_public(&c, opts);
+}
+
+int ct_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts)
+{
+    ct_call c = {CT_ALLGATHER, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount,    recvtype, MPI_OP_NULL, 0,        comm};
+    return run_public(&c, opts);
+}
+
+int ct_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts)
+{
+    ct_call c = {CT_ALLTOALL, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount,   recvtype, MPI_OP_NULL, 0,        comm};
+    return run_public(&c, opts);
+}
+
+int ct_barrier(MPI_Comm comm, const ct_options *opts)
+{
+    ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
+                 MPI_OP_NULL, 0,    comm};
+    return run_public(&c, opts);
 }

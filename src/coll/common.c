@@ -19,6 +19,7 @@ int ct_tree_build(ct_tree *t, ct_tree_kind kind, int radix, int size, int rank, 
         maxc = 1;
         break;
     case CT_TREE_BINARY:
+    case CT_TREE_SPLIT:
         maxc = 2;
         break;
     default:
@@ -52,6 +53,26 @@ int ct_tree_build(ct_tree *t, ct_tree_kind kind, int radix, int size, int rank, 
             if (c < size)
                 t->children[t->nchildren++] = c;
         break;
+    case CT_TREE_SPLIT: {
+        /* Walk down from the root's interval [0, size) to v's. */
+        int lo = 0, hi = size;
+        while (lo != v) {
+            int mid = lo + 1 + (hi - lo) / 2; /* left part gets ceil((len-1)/2) */
+            pv = lo;
+            if (v < mid) {
+                lo = lo + 1;
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        int mid = lo + 1 + (hi - lo) / 2;
+        if (lo + 1 < hi)
+            t->children[t->nchildren++] = lo + 1;
+        if (mid < hi)
+            t->children[t->nchildren++] = mid;
+        break;
+    }
     case CT_TREE_KNOMIAL: {
         long k = radix < 2 ? 2 : radix;
         /* The lowest nonzero base-k digit of v tells its parent; children sit

@@ -1,16 +1,19 @@
 /*
- * The drop-in: MPI_Bcast, MPI_Reduce and MPI_Allreduce defined over the PMPI
- * profiling interface, so an unmodified MPI program gets colltune by linking
+ * The drop-in: MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Scatter, MPI_Gather,
+ * MPI_Allgather, MPI_Alltoall and MPI_Barrier defined over the PMPI profiling
+ * interface, so an unmodified MPI program gets colltune by linking
  * libcolltune_pmpi or with LD_PRELOAD (`colltune preload` prints its path).
  *
  * Choice of algorithm, per call, in this order:
- *   1. forced by the environment: COLLTUNE_BCAST_ALGORITHM=binomial (likewise
- *      COLLTUNE_REDUCE_ALGORITHM, COLLTUNE_ALLREDUCE_ALGORITHM), with
- *      COLLTUNE_SEGSIZE=bytes for segmentable algorithms;
+ *   1. forced by the environment: COLLTUNE_<OP>_ALGORITHM=<name> with <OP> one
+ *      of BCAST, REDUCE, ALLREDUCE, SCATTER, GATHER, ALLGATHER, ALLTOALL,
+ *      BARRIER, and COLLTUNE_SEGSIZE=bytes for segmentable algorithms;
  *   2. the tuning table (ct_table_lookup; no table is loaded yet);
  *   3. the native collective.
- * Inter-communicators, and anything an algorithm cannot serve, go to native.
- * COLLTUNE_LOG=debug logs every intercepted call and its choice to stderr.
+ * Inter-communicators, calls whose arguments colltune would refuse (so the
+ * application sees native MPI's own error), and algorithms that cannot serve
+ * the call (non-commutative operation) go to native.
+ * COLLTUNE_LOG=debug logs every intercepted call and what ran to stderr.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/call.h"
 #include "colltune.h"
 #include "tune/table.h"
 
@@ -32,12 +36,36 @@ static long long env_segsize;
 static const char *env_segsize_invalid; /* the bad text, if any */
 static int log_debug;
 
+/* "BCAST", "ALLGATHER", ... */
+static const char *upper_name(ct_coll coll)
+{
+    static char names[CT_NCOLL][16];
+    char *u = names[coll];
+    if (!u[0]) {
+        const char *n = ct_coll_name(coll);
+        size_t i = 0;
+        for (; n[i] && i < sizeof names[0] - 1; i++)
+            u[i] = (char)(n[i] - 'a' + 'A');
+        u[i] = '\0';
+    }
+    return u;
+}
+
+/* "Bcast", "Allgather", ... as in the MPI function names. */
+static const char *mpi_name(ct_coll coll)
+{
+    static const char *const names[CT_NCOLL] = {"Bcast",  "Reduce",    "Allreduce",
+                                                "Scatter", "Gather",   "Allgather",
+                                                "Alltoall", "Barrier"};
+    return names[coll];
+}
+
 static void read_env(void)
 {
-    static const char *const vars[CT_NCOLL] = {
-        "COLLTUNE_BCAST_ALGORITHM", "COLLTUNE_REDUCE_ALGORITHM", "COLLTUNE_ALLREDUCE_ALGORITHM"};
     for (int c = 0; c < CT_NCOLL; c++) {
-        const char *v = getenv(vars[c]);
+        char var[64];
+        snprintf(var, sizeof var, "COLLTUNE_%s_ALGORITHM", upper_name((ct_coll)c));
+        const char *v = getenv(var);
         if (v && *v) {
             forced_alg[c].algorithm = v;
             forced_alg[c].invalid = ct_algorithm_find((ct_coll)c, v) == NULL;
@@ -86,8 +114,7 @@ static int unknown_algorithm(ct_coll coll, MPI_Comm comm)
     valid_names(coll, names, sizeof names);
     int n = snprintf(msg, sizeof msg,
                      "colltune: COLLTUNE_%s_ALGORITHM='%s' is not a %s algorithm; valid: %s",
-                     coll == CT_BCAST ? "BCAST" : coll == CT_REDUCE ? "REDUCE" : "ALLREDUCE",
-                     forced_alg[coll].algorithm, ct_coll_name(coll), names);
+                     upper_name(coll), forced_alg[coll].algorithm, ct_coll_name(coll), names);
     if (n < 0)
         return MPI_ERR_ARG;
     return env_error(comm, msg); /* a very long name is cut: still the right message */
@@ -95,8 +122,7 @@ static int unknown_algorithm(ct_coll coll, MPI_Comm comm)
 
 /* Fills opts for this call; returns 0 to run colltune, 1 for native. A bad
  * environment sets *err (and the call must return it). */
-static int choose(ct_coll coll, MPI_Comm comm, int count, MPI_Datatype dt, ct_options *opts,
-                  int *err)
+static int choose(ct_coll coll, MPI_Comm comm, long long bytes, ct_options *opts, int *err)
 {
     pthread_once(&env_once, read_env);
     ct_options_init(opts);
@@ -123,10 +149,9 @@ static int choose(ct_coll coll, MPI_Comm comm, int count, MPI_Datatype dt, ct_op
         return 0;
     }
     ct_table_choice choice;
-    int size = 0, type_size = 0;
+    int size = 0;
     if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
-        dt != MPI_DATATYPE_NULL && PMPI_Type_size(dt, &type_size) == MPI_SUCCESS &&
-        ct_table_lookup(coll, size, (long long)count * type_size, &choice) == 0) {
+        ct_table_lookup(coll, size, bytes, &choice) == 0) {
         opts->algorithm = choice.algorithm;
         opts->has_segsize = choice.segsize > 0;
         opts->segsize = choice.segsize;
@@ -135,23 +160,21 @@ static int choose(ct_coll coll, MPI_Comm comm, int count, MPI_Datatype dt, ct_op
     return 1;
 }
 
-static void log_call(ct_coll coll, MPI_Comm comm, int count, MPI_Datatype dt,
-                     const ct_options *opts, int native)
+static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *ran,
+                     const ct_options *opts)
 {
     if (!log_debug)
         return;
-    int rank = -1, size = 0, tsize = 0;
+    int rank = -1, size = 0;
     if (comm != MPI_COMM_NULL) {
         PMPI_Comm_rank(comm, &rank);
         PMPI_Comm_size(comm, &size);
     }
-    if (dt != MPI_DATATYPE_NULL)
-        PMPI_Type_size(dt, &tsize);
     /* One write per line, so the ranks' lines do not interleave on a shared stderr. */
     char line[256];
+    int native = strcmp(ran, "native") == 0;
     int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s %lld bytes -> %s", rank,
-                     size, coll == CT_BCAST ? "Bcast" : coll == CT_REDUCE ? "Reduce" : "Allreduce",
-                     (long long)count * tsize, native ? "native" : opts->algorithm);
+                     size, mpi_name(coll), bytes, ran);
     if (!native && opts->has_segsize && n > 0 && n < (int)sizeof line)
         n += snprintf(line + n, sizeof line - (size_t)n, " segsize %lld", opts->segsize);
     if (n > 0 && n < (int)sizeof line - 1) {
@@ -167,40 +190,93 @@ static int is_inter(MPI_Comm comm)
     return comm != MPI_COMM_NULL && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter;
 }
 
-int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+/* Bytes per rank the call moves (the block of the data-movement operations),
+ * for the tuning table and the log; -1 when the arguments make no sense. */
+static long long call_bytes(const ct_call *c)
+{
+    int rank = 0, tsize = 0;
+    if (c->coll == CT_BARRIER)
+        return 0;
+    if (c->comm != MPI_COMM_NULL)
+        PMPI_Comm_rank(c->comm, &rank);
+    int use_send = (c->coll == CT_GATHER && rank != c->root) ||
+                   (c->coll == CT_SCATTER && rank == c->root && c->recvbuf == MPI_IN_PLACE);
+    MPI_Datatype t = use_send ? c->sendtype : c->recvtype;
+    int count = use_send ? c->sendcount : c->recvcount;
+    if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &tsize) != MPI_SUCCESS)
+        return -1;
+    return (long long)count * tsize;
+}
+
+static int intercept(const ct_call *c)
 {
     ct_options o;
     int err = MPI_SUCCESS;
-    int native = is_inter(comm) || choose(CT_BCAST, comm, count, datatype, &o, &err);
+    long long bytes = call_bytes(c);
+    int native = is_inter(c->comm) || choose(c->coll, c->comm, bytes, &o, &err);
     if (err != MPI_SUCCESS)
         return err;
-    log_call(CT_BCAST, comm, count, datatype, &o, native);
-    return native ? PMPI_Bcast(buf, count, datatype, root, comm)
-                  : ct_bcast(buf, count, datatype, root, comm, &o);
+    const char *ran = "native";
+    int rc = native ? ct_call_native(c) : ct_call_run(c, &o, 1, &ran);
+    log_call(c->coll, c->comm, bytes, ran, &o);
+    return rc;
+}
+
+int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
+{
+    ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm};
+    return intercept(&c);
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm)
 {
-    ct_options o;
-    int err = MPI_SUCCESS;
-    int native = is_inter(comm) || choose(CT_REDUCE, comm, count, datatype, &o, &err);
-    if (err != MPI_SUCCESS)
-        return err;
-    log_call(CT_REDUCE, comm, count, datatype, &o, native);
-    return native ? PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm)
-                  : ct_reduce(sendbuf, recvbuf, count, datatype, op, root, comm, &o);
+    ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm};
+    return intercept(&c);
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, MPI_Comm comm)
 {
-    ct_options o;
-    int err = MPI_SUCCESS;
-    int native = is_inter(comm) || choose(CT_ALLREDUCE, comm, count, datatype, &o, &err);
-    if (err != MPI_SUCCESS)
-        return err;
-    log_call(CT_ALLREDUCE, comm, count, datatype, &o, native);
-    return native ? PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm)
-                  : ct_allreduce(sendbuf, recvbuf, count, datatype, op, comm, &o);
+    ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm};
+    return intercept(&c);
+}
+
+int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    ct_call c = {CT_SCATTER, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount,  recvtype, MPI_OP_NULL, root,     comm};
+    return intercept(&c);
+}
+
+int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    ct_call c = {CT_GATHER, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount, recvtype, MPI_OP_NULL, root,     comm};
+    return intercept(&c);
+}
+
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ct_call c = {CT_ALLGATHER, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount,    recvtype, MPI_OP_NULL, 0,        comm};
+    return intercept(&c);
+}
+
+int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ct_call c = {CT_ALLTOALL, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount,   recvtype, MPI_OP_NULL, 0,        comm};
+    return intercept(&c);
+}
+
+int MPI_Barrier(MPI_Comm comm)
+{
+    ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
+                 MPI_OP_NULL, 0,    comm};
+    return intercept(&c);
 }
