@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Markdown tables for docs/BENCHMARKS.md from a study directory of ct_bench JSON Lines.
 
-    bench/bench_table.py STUDY_DIR [--op bcast]
+    bench/bench_table.py STUDY_DIR [--op bcast ...] [--summary]
 
 Files are named <label>-<op>.jsonl, label one of mpich, mpich-seg32k, mpich-async, openmpi
-(see bench/study_bcast_allreduce.sh). Every colltune algorithm column is colltune over MPICH
+(see bench/study.sh). Every colltune algorithm column is colltune over MPICH
 ("32K": with 32 KiB segments); natives are MPICH, MPICH with its async progress thread and
 Open MPI. Cells: median [min-max] over iterations of the slowest rank's time, in us.
 "best colltune over Open MPI" is the best of the same algorithms run over Open MPI's
@@ -97,17 +97,21 @@ def table_rows(study: Path, op: str) -> tuple[list[str], dict[int, tuple]]:
     return out, summary
 
 
-def summary_table(study: Path) -> str:
-    per_op = {op: table_rows(study, op)[1] for op in ("bcast", "allreduce")}
-    lines = ["| size | bcast: best colltune (over) | best native | ratio "
-             "| allreduce: best colltune (over) | best native | ratio |",
-             "|---|---|---|---|---|---|---|"]
-    for size in sorted(set(per_op["bcast"]) | set(per_op["allreduce"])):
+OPS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier")
+
+
+def summary_table(study: Path, ops: tuple[str, ...] | list[str] = OPS) -> str:
+    """Per size (rows) and operation (columns): best colltune / best native, with the best
+    colltune algorithm. Only operations the study measured."""
+    per_op = {op: table_rows(study, op)[1] for op in ops
+              if any(study.glob(f"*-{op}.jsonl"))}
+    sizes = sorted({s for rows in per_op.values() for s in rows})
+    lines = ["| size | " + " | ".join(per_op) + " |", "|---|" + "---|" * len(per_op)]
+    for size in sizes:
         row = [human(size)]
-        for op in ("bcast", "allreduce"):
+        for op in per_op:
             v = per_op[op].get(size)
-            row += ([f"{v[0]} {v[1]:.1f}", f"{v[2]} {v[3]:.1f}", f"**{v[1] / v[3]:.2f}**"]
-                    if v else ["-", "-", "-"])
+            row.append(f"**{v[1] / v[3]:.2f}** {v[0]}" if v else "-")
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -115,13 +119,13 @@ def summary_table(study: Path) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("study", type=Path)
-    ap.add_argument("--op", choices=("bcast", "allreduce"), action="append")
+    ap.add_argument("--op", choices=OPS, action="append")
     ap.add_argument("--summary", action="store_true", help="one table of best vs best per size")
     a = ap.parse_args()
     if a.summary:
-        print(summary_table(a.study))
+        print(summary_table(a.study, a.op or OPS))
         return
-    for op in a.op or ("bcast", "allreduce"):
+    for op in a.op or [o for o in OPS if any(a.study.glob(f"*-{o}.jsonl"))]:
         print(f"### {op}\n")
         print(table(a.study, op))
         print()

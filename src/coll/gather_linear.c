@@ -1,8 +1,10 @@
-/* PLACEHOLDER: not written yet. */
+/* Gather to a flat tree: every rank sends its block to the root directly. */
 #include "algorithms.h"
 
 int ct_gather_linear(const ct_params *p, ct_sched *s)
 {
-    (void)p, (void)s;
-    return -1;
+    ct_params q = *p;
+    return ct_tree_gather_blocks(s, &q, CT_TREE_FLAT, p->root,
+                                 p->in_place ? CT_BUF_DST : CT_BUF_SRC,
+                                 p->in_place ? (size_t)p->rank * p->count : 0, CT_BUF_DST);
 }

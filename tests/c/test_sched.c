@@ -225,6 +225,14 @@ static void run_case(const ct_algorithm_info *info, int n, int root, size_t coun
             FAIL("%ld messages, expected %ld segments x (N-1) = %ld", res.messages, segs,
                  segs * (n - 1));
     }
+    /* An unsegmented tree scatter or gather moves each subtree's blocks in one
+     * message per edge (two where the range wraps past real rank 0). */
+    if ((c == CT_SCATTER || c == CT_GATHER) && count > 0 && segcount == 0) {
+        long lo = n - 1, hi = root == 0 ? n - 1 : 2L * (n - 1);
+        if (res.messages < lo || res.messages > hi)
+            FAIL("%ld messages, expected N-1 = %ld (up to %ld with wrap-around)", res.messages,
+                 lo, hi);
+    }
 out:
     for (int r = 0; r < n; r++) {
         ct_sched_free(&scheds[r]);

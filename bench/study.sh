@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The foundation study: bcast and allreduce, 8 B to 4 MiB, every colltune algorithm next
-# to native MPICH (also with its async progress thread) and native Open MPI, all ranks
-# pinned one per core. Builds colltune against both MPI wheels from scratch.
-#   bench/study_bcast_allreduce.sh OUTDIR [NRANKS [LABEL:OP ...]]
+# The collectives study: every operation, 8 B to 4 MiB, every colltune algorithm next to
+# native MPICH (also with its async progress thread) and native Open MPI, all ranks pinned
+# one per core. Builds colltune against both MPI wheels from scratch.
+#   bench/study.sh OUTDIR [NRANKS [LABEL:OP ...]]
 # LABEL is mpich (every algorithm, their default segment sizes), mpich-seg32k (the
 # segmentable ones with 32 KiB segments), mpich-async (native with MPIR_CVAR_ASYNC_PROGRESS=1,
 # 10 iterations a size: its progress threads share the ranks' cores, so it is slow) or
-# openmpi (every algorithm over Open MPI, and its native). Default: all of them, both ops.
+# openmpi (every algorithm over Open MPI, and its native). Default: mpich, openmpi and
+# mpich-async for each of the eight operations, plus mpich-seg32k for bcast.
 # Wheels come from .whl/ (offline machines) or PyPI. Writes OUTDIR/<label>-<op>.jsonl and
 # .txt, OUTDIR/machine.txt, and OUTDIR.tgz after every run (so a cut-off study keeps its
 # finished parts in one file; STUDY_TGZ=FILE puts it elsewhere).
@@ -15,8 +16,12 @@ out=${1:?usage: $0 OUTDIR [NRANKS]}
 n=${2:-$(nproc)}
 shift $(( $# > 1 ? 2 : 1 ))
 runs=("$@")
-[ ${#runs[@]} -gt 0 ] || runs=(mpich:bcast mpich-seg32k:bcast mpich-async:bcast openmpi:bcast
-                               mpich:allreduce mpich-async:allreduce openmpi:allreduce)
+if [ ${#runs[@]} -eq 0 ]; then
+    runs=(mpich-seg32k:bcast)
+    for op in bcast reduce allreduce scatter gather allgather alltoall barrier; do
+        runs+=("mpich:$op" "openmpi:$op" "mpich-async:$op")
+    done
+fi
 mkdir -p "$out"
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=${STUDY_WORK:-/tmp/colltune-study}
