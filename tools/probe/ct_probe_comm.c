@@ -7,8 +7,9 @@
  *       ping-pong of B bytes between every pair of ranks, one pair at a time while the
  *       others wait: one-way latency = round trip / 2, minimum and median over R repeats
  *       of N round trips.
- *   ct_probe_comm bandwidth --pairs "0-1;0-2" [--min B] [--max B] [--cores ...]
- *       ping-pong for sizes min..max (doubling) between each listed pair.
+ *   ct_probe_comm bandwidth --pairs "0-1;0-2" [--min B] [--max B] [--volume B] [--reps R]
+ *       ping-pong for sizes min..max (doubling) between each listed pair, about `volume`
+ *       bytes per repeat (4 to 200 round trips).
  *
  * Rank 0 prints JSON Lines: first {"ranks":[{"rank":r,"cpus":"...","bound":...}]}, then one
  * object per measurement. "progress DONE TOTAL" lines go to stderr.
@@ -147,7 +148,8 @@ static int cmd_bandwidth(int argc, char **argv)
     long min = atol(opt(argc, argv, "--min", "1")), max = atol(opt(argc, argv, "--max", "16777216"));
     const char *pairs = opt(argc, argv, "--pairs", "0-1");
     int reps = atoi(opt(argc, argv, "--reps", "5"));
-    if (min < 1 || max < min || reps < 1)
+    long volume = atol(opt(argc, argv, "--volume", "33554432"));
+    if (min < 1 || max < min || reps < 1 || volume < 1)
         return 2;
     int pa[256], pb[256], np = 0;
     for (const char *p = pairs; *p && np < 256;) {
@@ -169,8 +171,8 @@ static int cmd_bandwidth(int argc, char **argv)
     int total = np * nsizes, done = 0;
     for (int k = 0; k < np; k++)
         for (long s = min; s <= max; s *= 2) {
-            /* about 32 MiB moved per repeat, 4 to 200 round trips */
-            long it = (32L << 20) / (2 * s);
+            /* about `volume` bytes moved per repeat, 4 to 200 round trips */
+            long it = volume / (2 * s);
             int iters = it < 4 ? 4 : it > 200 ? 200 : (int)it;
             double best, med;
             pingpong(pa[k], pb[k], buf, s, iters, reps, &best, &med);
