@@ -33,6 +33,7 @@ from pathlib import Path
 
 from . import __version__
 from .machine import fingerprint
+from .machine_schema import SCHEMA, SCHEMA_VERSION
 from .mpi import MPIBuild, MPIError
 from .probe_caches import analyze_curve, size_grid
 from .probe_cluster import bandwidth_groups, comm_layers, sharing_groups
@@ -40,8 +41,6 @@ from .probe_truth import compare, hwloc_caches, level_of, os_caches
 from .progress import ProgressBar
 from .store import write_atomic
 
-SCHEMA = "colltune-machine/1"
-SCHEMA_VERSION = 1
 PARTS = ("caches", "sharing", "memory", "comm")
 SHARED_RATIO = 1.5  # the paper's threshold
 KiB, MiB = 1 << 10, 1 << 20

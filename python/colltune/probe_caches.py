@@ -160,7 +160,7 @@ def miss_ratio(array_bytes: int, cache_bytes: int, ways: int, page_bytes: int) -
     page_sets = cache_bytes / (ways * page_bytes)
     if page_sets <= 1.0:
         # One page-set: behaves as a virtually indexed cache (fits or not).
-        return 0.0 if pages <= ways * page_sets else 1.0
+        return 0.0 if array_bytes <= cache_bytes else 1.0
     return binom_tail(pages - 1, 1.0 / page_sets, ways)
 
 
@@ -272,14 +272,15 @@ def _rise_fields(sizes: list[int], smooth: list[float], rise: Rise) -> dict:
 def _binomial(sizes: list[int], smooth: list[float], rises: list[Rise], rise: Rise | None,
               page_bytes: int) -> Fit | None:
     """The binomial estimate for `rise`, over the window from the plateau before it to the
-    plateau after it; miss ratios normalised between the two plateaus."""
+    plateau after it; miss ratios normalised as the paper does, (C - min) / (max - min)
+    over the window."""
     if rise is None or rise not in rises:
         return None
     i = rises.index(rise)
     lo = rises[i - 1].b if i > 0 else 0
     hi = rises[i + 1].a if i + 1 < len(rises) else len(sizes) - 1
     window = range(lo, hi + 1)
-    hit, top = smooth[rise.a], smooth[rise.b]
+    hit, top = min(smooth[j] for j in window), max(smooth[j] for j in window)
     if top <= hit:
         return None
     ratios = [min(1.0, max(0.0, (smooth[j] - hit) / (top - hit))) for j in window]
