@@ -238,8 +238,9 @@ def analyze_curve(sizes: list[int], ns: list[float], page_bytes: int,
             if r.sharp:
                 entry.update(size_bytes=hs[r.peak], method="gradient-peak")
             else:
-                onset = hs[r.a]
-                base = [b for b in base_rises if grid_steps(sizes[b.a], sizes, onset) in (0, 1)]
+                onset = hs[_onset(hsmooth, r)]
+                base = [b for b in base_rises
+                        if grid_steps(sizes[_onset(smooth, b)], sizes, onset) in (0, 1)]
                 fit = _binomial(sizes, smooth, rises, base[0] if base else None, page_bytes)
                 if base or fit is None:
                     entry.update(size_bytes=onset, method="onset")
@@ -262,6 +263,16 @@ def analyze_curve(sizes: list[int], ns: list[float], page_bytes: int,
                          associativity=fit.associativity, divergence=round(fit.divergence, 4))
         levels.append(entry)
     return levels
+
+
+def _onset(smooth: list[float], rise: Rise, share: float = 0.1) -> int:
+    """Where a rise starts: the last point of it still below `share` of its height (a
+    noisy first step of a few percent is not yet the rise)."""
+    lo, hi = smooth[rise.a], smooth[rise.b]
+    j = rise.a
+    while j + 1 < rise.b and smooth[j + 1] <= lo + share * (hi - lo):
+        j += 1
+    return j
 
 
 def _rise_fields(sizes: list[int], smooth: list[float], rise: Rise) -> dict:
