@@ -91,14 +91,23 @@ class Rise:
         return self.b == self.a + 1
 
 
-def find_rises(ns: list[float], *, peak: float = 1.25, extend: float = 1.08,
-               split: float = 1.10, min_factor: float = 1.5) -> list[Rise]:
+def half_octave_gradients(sizes: list[int], ns: list[float]) -> list[float]:
+    """Gradients scaled to a half-octave step (C[k+1]/C[k]) ** (0.5 / log2(S[k+1]/S[k])),
+    so that the thresholds below mean the same on a fine grid as on a coarse one."""
+    return [g ** (0.5 / math.log2(sizes[k + 1] / sizes[k])) if sizes[k + 1] > sizes[k] else g
+            for k, g in enumerate(gradients(ns))]
+
+
+def find_rises(ns: list[float], sizes: list[int] | None = None, *, peak: float = 1.25,
+               extend: float = 1.08, split: float = 1.10, min_factor: float = 1.5) -> list[Rise]:
     """The rises of a (smoothed) curve. Each gradient peak above `peak` is a rise; two
     peaks are one rise unless the gradient between them falls below `split` somewhere;
     a rise spans the steps around its peak(s) whose gradient stays above `extend` (never
     past the lowest gradient between it and the next rise); it is kept when the curve rises
-    by `min_factor` over it (smaller bumps are noise, or a TLB reaching its limit)."""
-    g = gradients(ns)
+    by `min_factor` over it (smaller bumps are noise, or a TLB reaching its limit).
+    With `sizes`, the gradients are scaled to half-octave steps first."""
+    raw = gradients(ns)
+    g = half_octave_gradients(sizes, ns) if sizes else raw
     n = len(g)
     peaks = [k for k in range(n) if g[k] >= peak and (k == 0 or g[k] >= g[k - 1])
              and (k == n - 1 or g[k] > g[k + 1])]
@@ -126,7 +135,7 @@ def find_rises(ns: list[float], *, peak: float = 1.25, extend: float = 1.08,
         b = grp[-1]
         while b + 1 <= right_limit and g[b + 1] >= extend:
             b += 1
-        factor = math.prod(g[a:b + 1])
+        factor = math.prod(raw[a:b + 1])
         steepest = max(grp, key=lambda j: g[j])
         if factor >= min_factor:
             rises.append(Rise(a, b + 1, steepest, factor))
@@ -221,7 +230,7 @@ def analyze_curve(sizes: list[int], ns: list[float], page_bytes: int,
     if len(sizes) != len(ns) or len(sizes) < 3:
         raise ValueError("a traversal curve needs at least 3 points")
     smooth = median3(ns)
-    rises = find_rises(smooth)
+    rises = find_rises(smooth, sizes)
     if not rises:
         return []
     levels = [{"level": 1, "size_bytes": sizes[rises[0].peak], "method": "gradient-peak",
@@ -230,7 +239,7 @@ def analyze_curve(sizes: list[int], ns: list[float], page_bytes: int,
     base_rises = [r for r in rises[1:]]
     if huge and len(huge[0]) >= 3:
         hs, hsmooth = huge[0], median3(huge[1])
-        for r in find_rises(hsmooth):
+        for r in find_rises(hsmooth, hs):
             if hs[r.b] <= l1:
                 continue
             entry = {"level": len(levels) + 1, **_rise_fields(hs, hsmooth, r),
