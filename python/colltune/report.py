@@ -191,6 +191,8 @@ def load_report_data(store: Store, run_ids: list[int]) -> ReportData:
     groups: dict[tuple, OpGroup] = {}
     for run in runs:
         for bench in run["benches"]:
+            if bench["op"] == "probe":  # the machine section shows it
+                continue
             key = (bench["op"], bench.get("ranks"), bench.get("datatype"))
             group = groups.setdefault(key, OpGroup(len(groups) + 1, *key))
             _add_curves(group, run, bench)
@@ -295,9 +297,12 @@ def _mpi_html(run: dict) -> str:
     return text
 
 
+from .probe_report import machine_section  # noqa: E402  (imports report lazily)
+
 REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     _runs_section,
     _environment_section,
+    machine_section,
 ]
 
 
