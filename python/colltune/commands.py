@@ -332,10 +332,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """The main job on this machine: every algorithm of every operation and native on all
-    cores (sizes up to 1 MiB, 10 iterations each by default, so that it takes minutes on a
-    small machine; `colltune bench` does the full sweep), recorded in the store, with a table
-    per operation, then the report."""
+    """The main job on this machine: a quick probe of the machine (machine.json), then every
+    algorithm of every operation and native on all cores (sizes up to 1 MiB, 10 iterations
+    each by default, so that it takes minutes on a small machine; `colltune bench` does the
+    full sweep), recorded in the store, with a table per operation, then the report."""
     from .report import write_report
 
     try:
@@ -353,6 +353,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                           binding=build.binding_label(args.ranks, not args.no_bind))
     tables = []
     try:
+        # The machine first: caches, sharing, memory and communication layers, quickly.
+        from .probe import quick_probe
+
+        print("[0] quick probe of the machine")
+        quick_probe(run, build=build, output="machine.json")
         for i, op in enumerate(COLLS):
             doc = run_bench(build, op, args,
                             progress_label=f"[{i + 1}/{len(COLLS)}] bench {op}")
@@ -362,6 +367,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(tables[-1] + "\n")
     except BenchInterrupted as e:
         run.add_bench(e.doc)
+        run.finish("interrupted", "interrupted by the user")
+        print("colltune: interrupted; what was measured is kept in the store", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
         run.finish("interrupted", "interrupted by the user")
         print("colltune: interrupted; what was measured is kept in the store", file=sys.stderr)
         return 130
