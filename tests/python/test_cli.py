@@ -109,6 +109,7 @@ def test_bench_accepts_every_operation_and_no_other(env):
 
 def test_run_benchmarks_every_operation_then_reports(tmp_path, env, build):
     report = tmp_path / "report.html"
+    env["PWD"] = str(tmp_path)  # where the quick probe writes machine.json
     p = colltune("run", "-n", "2", "--max", "256", "--iters", "3", "-o", str(report), env=env)
     assert p.returncode == 0, p.stderr
     last = p.stdout.strip().splitlines()[-1]
@@ -129,8 +130,11 @@ def test_run_benchmarks_every_operation_then_reports(tmp_path, env, build):
         (run,) = st.runs()
         assert run["status"] == "complete"
         benches = st.run(run["id"])["benches"]
-    assert [b["op"] for b in benches] == list(COLLS)
-    for b in benches:
+    # The quick probe first (its own section in the report), then every operation.
+    assert [b["op"] for b in benches] == ["probe", *COLLS]
+    assert json.loads((tmp_path / "machine.json").read_text())["caches"]
+    assert "<section id='machine'>" in html
+    for b in benches[1:]:
         # Every algorithm and native measured at every size (the barrier: once, size 0).
         sizes = [0] if b["op"] == "barrier" else [8 << i for i in range(6)]  # 8 .. 256 B
         want = {(a["name"], s) for a in reg if a["coll"] == b["op"] for s in sizes}
