@@ -67,6 +67,7 @@ build() { # name mpicc
 }
 
 python_env
+scripts/ensure-hwloc.sh
 if [ -n "${MPICC:-}" ]; then
     build system "$MPICC"
     exit 0

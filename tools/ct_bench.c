@@ -3,6 +3,11 @@
  * colltune algorithms and the native MPI collective, over a range of sizes.
  * Launched under mpiexec (usually by `colltune bench`).
  *
+ * Every operation: bcast, reduce, allreduce (sizes are the vector's bytes;
+ * reductions sum MPI_DOUBLE), scatter, gather, allgather, alltoall (sizes are
+ * the bytes of one rank's block, MPI_BYTE; the whole buffer is nprocs blocks)
+ * and barrier (no size: one row, size 0).
+ *
  * Per iteration every rank times the collective alone (a barrier separates
  * iterations, outside the timed region, as osu_bcast does). Reported per size:
  * the OSU columns (average over ranks of each rank's mean, min and max over
@@ -18,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "colltune.h"
 
@@ -35,9 +41,10 @@ static void usage(void)
 {
     if (rank == 0)
         fprintf(stderr,
-                "usage: ct_bench --op bcast|reduce|allreduce [--algs a,b,...|all] [--min B] "
-                "[--max B]\n  [--iters N] [--warmup N] [--segsize B] [--radix K] [--root R] "
-                "[--check] [--progress]\n  [--binding LABEL] [--json FILE]\n");
+                "usage: ct_bench --op bcast|reduce|allreduce|scatter|gather|allgather|alltoall|"
+                "barrier\n  [--algs a,b,...|all] [--min B] [--max B] [--iters N] [--warmup N] "
+                "[--segsize B]\n  [--radix K] [--root R] [--check] [--progress] "
+                "[--binding LABEL] [--json FILE]\n");
 }
 
 static int parse(int argc, char **argv, bench_args *a)
@@ -92,12 +99,20 @@ static int parse(int argc, char **argv, bench_args *a)
     return 0;
 }
 
+/* Scatter, gather, allgather, alltoall: sizes are per-rank blocks of MPI_BYTE. */
+static int is_movement(ct_coll c)
+{
+    return c == CT_SCATTER || c == CT_GATHER || c == CT_ALLGATHER || c == CT_ALLTOALL;
+}
+
+static int is_reduction(ct_coll c) { return c == CT_REDUCE || c == CT_ALLREDUCE; }
+
 /* Iterations for a size: enough for a stable median, bounded in volume. */
 static int iterations_for(const bench_args *a, long long size)
 {
     if (a->iters)
         return a->iters;
-    long long n = (64LL << 20) / size;
+    long long n = size > 0 ? (64LL << 20) / size : 1000;
     return (int)(n < 20 ? 20 : n > 1000 ? 1000 : n);
 }
 
@@ -110,21 +125,43 @@ static int cmp_double(const void *x, const void *y)
 static int run_once(const bench_args *a, const ct_options *o, void *sbuf, void *rbuf, int count,
                     MPI_Datatype dt)
 {
+    MPI_Comm w = MPI_COMM_WORLD;
     switch (a->coll) {
     case CT_BCAST:
-        return ct_bcast(rbuf, count, dt, a->root, MPI_COMM_WORLD, o);
+        return ct_bcast(rbuf, count, dt, a->root, w, o);
     case CT_REDUCE:
-        return ct_reduce(sbuf, rbuf, count, dt, MPI_SUM, a->root, MPI_COMM_WORLD, o);
+        return ct_reduce(sbuf, rbuf, count, dt, MPI_SUM, a->root, w, o);
+    case CT_ALLREDUCE:
+        return ct_allreduce(sbuf, rbuf, count, dt, MPI_SUM, w, o);
+    case CT_SCATTER:
+        return ct_scatter(sbuf, count, dt, rbuf, count, dt, a->root, w, o);
+    case CT_GATHER:
+        return ct_gather(sbuf, count, dt, rbuf, count, dt, a->root, w, o);
+    case CT_ALLGATHER:
+        return ct_allgather(sbuf, count, dt, rbuf, count, dt, w, o);
+    case CT_ALLTOALL:
+        return ct_alltoall(sbuf, count, dt, rbuf, count, dt, w, o);
+    case CT_BARRIER:
+        return ct_barrier(w, o);
     default:
-        return ct_allreduce(sbuf, rbuf, count, dt, MPI_SUM, MPI_COMM_WORLD, o);
+        return MPI_ERR_ARG;
     }
 }
 
+/* bytes: the size of one vector (bcast, reductions) or one block (data movement). */
 static void fill(const bench_args *a, char *sbuf, char *rbuf, size_t bytes, int count)
 {
+    if (a->coll == CT_BARRIER)
+        return;
     if (a->coll == CT_BCAST) {
         for (size_t i = 0; i < bytes; i++)
             rbuf[i] = rank == a->root ? (char)(i * 7 + 3) : 0;
+    } else if (is_movement(a->coll)) {
+        /* Every block of every rank different: a block in the wrong place is seen. */
+        size_t all = bytes * (size_t)nprocs;
+        for (size_t i = 0; i < all; i++)
+            sbuf[i] = (char)(rank * 31 + i * 7 + i / (bytes ? bytes : 1) * 13 + 5);
+        memset(rbuf, 0, all);
     } else {
         /* Small integers: sums are exact whatever the order of reduction. */
         for (int i = 0; i < count; i++)
@@ -133,20 +170,76 @@ static void fill(const bench_args *a, char *sbuf, char *rbuf, size_t bytes, int 
     }
 }
 
+/* Bytes of the result this rank holds: what is compared with native. */
+static size_t result_bytes(const bench_args *a, size_t bytes)
+{
+    int root = rank == a->root;
+    switch (a->coll) {
+    case CT_REDUCE:
+        return root ? bytes : 0;
+    case CT_GATHER:
+        return root ? bytes * (size_t)nprocs : 0;
+    case CT_ALLGATHER:
+    case CT_ALLTOALL:
+        return bytes * (size_t)nprocs;
+    case CT_BARRIER:
+        return 0;
+    default:
+        return bytes;
+    }
+}
+
+/* A barrier has no result to compare: it is right when no rank leaves it before the last
+ * one has entered. Each rank in turn arrives late, having first written its mark into every
+ * other rank's memory (one-sided, completed by a flush before it enters); every rank must
+ * find the mark there as soon as it leaves. Holds across nodes, with no clock. */
+static int check_barrier(const ct_options *o)
+{
+    int *flag, rc, ok = 1;
+    MPI_Win win;
+    if ((rc = MPI_Win_allocate(sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &flag,
+                               &win)) != MPI_SUCCESS)
+        return 0;
+    *flag = 0;
+    MPI_Win_lock_all(MPI_MODE_NOCHECK, win);
+    for (int late = 0; late < nprocs && rc == MPI_SUCCESS; late++) {
+        int mark = late + 1;
+        MPI_Barrier(MPI_COMM_WORLD); /* native: everyone has read the previous mark */
+        if (rank == late) {
+            struct timespec nap = {0, 2000000}; /* 2 ms: the others are waiting by now */
+            nanosleep(&nap, NULL);
+            for (int r = 0; r < nprocs; r++)
+                if (r != rank)
+                    MPI_Put(&mark, 1, MPI_INT, r, 0, 1, MPI_INT, win);
+            MPI_Win_flush_all(win);
+        }
+        rc = ct_barrier(MPI_COMM_WORLD, o);
+        MPI_Win_sync(win);
+        if (rank != late && *flag != mark)
+            ok = 0;
+    }
+    MPI_Win_unlock_all(win);
+    MPI_Win_free(&win);
+    return ok && rc == MPI_SUCCESS;
+}
+
 /* One call of the algorithm against one native call on the same input. */
 static int check_result(const bench_args *a, const ct_options *o, char *sbuf, char *rbuf,
                         char *ref, size_t bytes, int count, MPI_Datatype dt)
 {
-    ct_options native;
-    ct_options_init(&native);
-    native.algorithm = "native";
-    fill(a, sbuf, ref, bytes, count);
-    int rc = run_once(a, &native, sbuf, ref, count, dt);
-    fill(a, sbuf, rbuf, bytes, count);
-    rc |= run_once(a, o, sbuf, rbuf, count, dt);
-    int ok = rc == MPI_SUCCESS &&
-             (a->coll == CT_REDUCE && rank != a->root ? 1 : memcmp(ref, rbuf, bytes) == 0);
-    int all;
+    int ok, all;
+    if (a->coll == CT_BARRIER) {
+        ok = check_barrier(o);
+    } else {
+        ct_options native;
+        ct_options_init(&native);
+        native.algorithm = "native";
+        fill(a, sbuf, ref, bytes, count);
+        int rc = run_once(a, &native, sbuf, ref, count, dt);
+        fill(a, sbuf, rbuf, bytes, count);
+        rc |= run_once(a, o, sbuf, rbuf, count, dt);
+        ok = rc == MPI_SUCCESS && memcmp(ref, rbuf, result_bytes(a, bytes)) == 0;
+    }
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     return all;
 }
@@ -201,11 +294,17 @@ int main(int argc, char **argv)
         }
     }
 
-    MPI_Datatype dt = a.coll == CT_BCAST ? MPI_BYTE : MPI_DOUBLE;
-    int esize = a.coll == CT_BCAST ? 1 : (int)sizeof(double);
-    size_t maxbytes = (size_t)a.max_size + (size_t)esize;
+    /* Sizes: powers of two from min to max; the barrier has none (one row, size 0). */
+    int barrier = a.coll == CT_BARRIER;
+    long long first_size = barrier ? 0 : a.min_size, last_size = barrier ? 0 : a.max_size;
+    MPI_Datatype dt = is_reduction(a.coll) ? MPI_DOUBLE : MPI_BYTE;
+    const char *dtname = barrier ? NULL : is_reduction(a.coll) ? "MPI_DOUBLE" : "MPI_BYTE";
+    int esize = is_reduction(a.coll) ? (int)sizeof(double) : 1;
+    /* Data movement: buffers of nprocs blocks. */
+    size_t maxbytes =
+        ((size_t)last_size + (size_t)esize) * (size_t)(is_movement(a.coll) ? nprocs : 1);
     char *sbuf = malloc(maxbytes), *rbuf = malloc(maxbytes), *ref = malloc(maxbytes);
-    int maxiters = iterations_for(&a, a.min_size);
+    int maxiters = iterations_for(&a, first_size);
     double *times = malloc(sizeof(double) * (size_t)maxiters);
     double *slowest = malloc(sizeof(double) * (size_t)maxiters);
     double *sorted = malloc(sizeof(double) * (size_t)maxiters);
@@ -243,9 +342,13 @@ int main(int argc, char **argv)
             perror(a.json);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        fprintf(jf, "{\"schema\":\"colltune-bench/1\",\"op\":\"%s\",\"ranks\":%d,\"datatype\":\"%s\","
-                    "\"mpi\":{\"library\":",
-                ct_coll_name(a.coll), nprocs, a.coll == CT_BCAST ? "MPI_BYTE" : "MPI_DOUBLE");
+        fprintf(jf, "{\"schema\":\"colltune-bench/1\",\"op\":\"%s\",\"ranks\":%d,\"datatype\":",
+                ct_coll_name(a.coll), nprocs);
+        if (dtname)
+            json_string(jf, dtname);
+        else
+            fputs("null", jf);
+        fprintf(jf, ",\"mpi\":{\"library\":");
         json_string(jf, lib);
         fprintf(jf, "},\"binding\":");
         json_string(jf, a.binding);
@@ -258,7 +361,7 @@ int main(int argc, char **argv)
     }
 
     int nsizes = 0;
-    for (long long s = a.min_size; s <= a.max_size; s *= 2)
+    for (long long s = first_size; s <= last_size; s = s ? s * 2 : 1)
         nsizes++;
     int step = 0, failed = 0;
     for (int ai = 0; ai < nalgs; ai++) {
@@ -278,7 +381,7 @@ int main(int argc, char **argv)
             printf("%-12s%20s%20s%20s%14s%12s\n", "# Size", "Avg Latency(us)", "Min Latency(us)",
                    "Max Latency(us)", "Median(us)", "Iterations");
         }
-        for (long long size = a.min_size; size <= a.max_size; size *= 2, step++) {
+        for (long long size = first_size; size <= last_size; size = size ? size * 2 : 1, step++) {
             int count = (int)((size + esize - 1) / esize);
             size_t bytes = (size_t)count * (size_t)esize;
             int iters = iterations_for(&a, size);
@@ -326,7 +429,9 @@ int main(int argc, char **argv)
             double median = iters % 2 ? sorted[iters / 2]
                                       : 0.5 * (sorted[iters / 2 - 1] + sorted[iters / 2]);
             printf("%-12lld%20.2f%20.2f%20.2f%14.2f%12d%s\n", size, avg, lo, hi, median, iters,
-                   strcmp(check, "FAILED") ? "" : "  RESULT DIFFERS FROM NATIVE");
+                   strcmp(check, "FAILED") ? ""
+                   : barrier                ? "  CHECK FAILED: A RANK LEFT THE BARRIER EARLY"
+                                            : "  RESULT DIFFERS FROM NATIVE");
             if (a.progress)
                 fprintf(stderr, "progress %d %d\n", step + 1, nalgs * nsizes);
             if (jf) {

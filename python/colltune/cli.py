@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__, commands, store_cli
+from . import __version__, commands, probe, store_cli
 from .store import sigterm_as_interrupt
 
 
@@ -22,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"colltune {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     commands.register(sub)
+    probe.register(sub)
     store_cli.register(sub)
     return parser
 

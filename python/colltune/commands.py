@@ -17,7 +17,15 @@ from pathlib import Path
 from .mpi import MPIBuild, MPIError, describe_library
 from .progress import ProgressBar
 
-COLLS = ("bcast", "reduce", "allreduce")
+# Every operation, in the order of the C enum ct_coll.
+COLLS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier")
+# Which sizes mean what, for the tables.
+SIZE_MEANING = {"bcast": "message", "reduce": "vector", "allreduce": "vector",
+                "scatter": "block per rank", "gather": "block per rank",
+                "allgather": "block per rank", "alltoall": "block per rank", "barrier": None}
+# `colltune run` on a small machine: every operation, every algorithm, in a few minutes.
+RUN_MAX = "1M"
+RUN_ITERS = 10
 
 
 def _size(text: str) -> int:
@@ -52,33 +60,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_preload)
 
     p = sub.add_parser("bench", help="OSU-style latency benchmark of a collective")
-    _bench_arguments(p)
+    _bench_arguments(p, max_size="4M", iters=0)
     p.add_argument("--op", choices=COLLS, required=True)
     p.add_argument("--algs", default="all",
                    help="comma-separated algorithms, 'native' for MPI's own (default: all)")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("run", help="the main job: benchmark, record, report")
-    _bench_arguments(p)
+    p = sub.add_parser("run", help="the main job: benchmark every operation, record, report")
+    _bench_arguments(p, max_size=RUN_MAX, iters=RUN_ITERS)
     p.add_argument("-o", "--output", default=None,
                    help="report file (default: colltune-report.html in the current directory)")
     p.set_defaults(func=cmd_run)
 
 
-def _bench_arguments(p: argparse.ArgumentParser) -> None:
+def _bench_arguments(p: argparse.ArgumentParser, max_size: str, iters: int) -> None:
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
     p.add_argument("-n", "--ranks", type=int, default=os.cpu_count() or 1,
                    help="MPI ranks (default: all cores, one rank per core)")
-    p.add_argument("--min", type=_size, default=_size("8"), help="smallest size (default 8)")
-    p.add_argument("--max", type=_size, default=_size("4M"), help="largest size (default 4M)")
-    p.add_argument("--iters", type=int, default=0,
-                   help="timed iterations per size (default: 20 to 1000 by size)")
+    p.add_argument("--min", type=_size, default=_size("8"),
+                   help="smallest size in bytes (default 8): of the message (bcast), the vector "
+                        "(reduce, allreduce) or one rank's block (scatter, gather, allgather, "
+                        "alltoall); the barrier has no size")
+    p.add_argument("--max", type=_size, default=_size(max_size),
+                   help=f"largest size (default {max_size})")
+    p.add_argument("--iters", type=int, default=iters,
+                   help="timed iterations per size (default: "
+                        + (f"{iters})" if iters else "20 to 1000 by size)"))
     p.add_argument("--warmup", type=int, default=0)
     p.add_argument("--segsize", type=_size, default=None,
                    help="segment size for segmentable algorithms (default: theirs)")
     p.add_argument("--radix", type=int, default=0, help="k-nomial radix (default 4)")
-    p.add_argument("--root", type=int, default=0)
+    p.add_argument("--root", type=int, default=0,
+                   help="root of bcast, reduce, scatter and gather (default 0)")
     p.add_argument("--no-bind", action="store_true", help="do not pin ranks to cores")
     p.add_argument("--no-check", action="store_true",
                    help="skip the one-off comparison of each algorithm's result with native")
@@ -235,12 +249,15 @@ def comparison_table(doc: dict) -> str:
     cell = {(r["algorithm"], r["size"]): r for r in results}
     width = max(9, *(len(a) + 1 for a in algs)) if algs else 9
     mpi = doc.get("mpi", {})
-    head = (f"{doc.get('op', '?')}: {doc.get('ranks', '?')} ranks, {mpi.get('implementation')} "
-            f"{mpi.get('version')}, binding {doc.get('binding')}; median latency (us)")
+    op = doc.get("op", "?")
+    meaning = SIZE_MEANING.get(op, "message")
+    head = (f"{op}: {doc.get('ranks', '?')} ranks, {mpi.get('implementation')} "
+            f"{mpi.get('version')}, binding {doc.get('binding')}; median latency (us)"
+            + (f" by size of the {meaning}" if meaning else ""))
     lines = [head, f"{'size':>9} " + "".join(f"{a:>{width}}" for a in algs)
              + f"{'best ct':>20}{'ct/native':>10}"]
     for s in sizes:
-        row = f"{human_size(s):>9} "
+        row = f"{human_size(s) if meaning else '-':>9} "
         best_ct = best_native = None
         for a in algs:
             r = cell.get((a, s))
@@ -259,7 +276,8 @@ def comparison_table(doc: dict) -> str:
         lines.append(row)
     failed = sorted({r["algorithm"] for r in results if r.get("check") == "FAILED"})
     if failed:
-        lines.append("RESULT DIFFERS FROM NATIVE for: " + ", ".join(failed))
+        what = "RESULT DIFFERS FROM NATIVE" if meaning else "CHECK FAILED (a rank left early)"
+        lines.append(f"{what} for: " + ", ".join(failed))
     return "\n".join(lines)
 
 
@@ -314,8 +332,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """The main job on this machine: every bcast and allreduce algorithm and native on all
-    cores, recorded in the store, then the report."""
+    """The main job on this machine: a quick probe of the machine (machine.json), then every
+    algorithm of every operation and native on all cores (sizes up to 1 MiB, 10 iterations
+    each by default, so that it takes minutes on a small machine; `colltune bench` does the
+    full sweep), recorded in the store, with a table per operation, then the report."""
     from .report import write_report
 
     try:
@@ -327,19 +347,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     print(f"colltune run: {args.ranks} ranks, MPI {build.name}, "
           f"binding {build.binding_label(args.ranks, not args.no_bind)}, "
-          f"sizes {human_size(args.min)} to {human_size(args.max)}; store {store.path}")
+          f"{len(COLLS)} operations, sizes {human_size(args.min)} to {human_size(args.max)}, "
+          f"{args.iters or 'adaptive'} iterations; store {store.path}")
     run = store.begin_run("run", sys.argv[1:], ranks=args.ranks,
                           binding=build.binding_label(args.ranks, not args.no_bind))
     tables = []
     try:
-        for i, op in enumerate(("bcast", "allreduce")):
-            doc = run_bench(build, op, args, progress_label=f"[{i + 1}/2] bench {op}")
+        # The machine first: caches, sharing, memory and communication layers, quickly.
+        from .probe import quick_probe
+
+        print("[0] quick probe of the machine")
+        quick_probe(run, build=build, output="machine.json")
+        for i, op in enumerate(COLLS):
+            doc = run_bench(build, op, args,
+                            progress_label=f"[{i + 1}/{len(COLLS)}] bench {op}")
             run.set_meta(mpi=doc["mpi"])
             run.add_bench(doc)
             tables.append(comparison_table(doc))
             print(tables[-1] + "\n")
     except BenchInterrupted as e:
         run.add_bench(e.doc)
+        run.finish("interrupted", "interrupted by the user")
+        print("colltune: interrupted; what was measured is kept in the store", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
         run.finish("interrupted", "interrupted by the user")
         print("colltune: interrupted; what was measured is kept in the store", file=sys.stderr)
         return 130

@@ -126,6 +126,12 @@ class OpGroup:
         return sorted({s for c in self.curves for s in c.results})
 
     @property
+    def sizeless(self) -> bool:
+        """An operation without a message size (the barrier: one result per algorithm, at
+        size 0), drawn as bars rather than against size."""
+        return self.sizes == [0]
+
+    @property
     def run_ids(self) -> list[int]:
         return list(dict.fromkeys(c.run["id"] for c in self.curves))
 
@@ -185,6 +191,8 @@ def load_report_data(store: Store, run_ids: list[int]) -> ReportData:
     groups: dict[tuple, OpGroup] = {}
     for run in runs:
         for bench in run["benches"]:
+            if bench["op"] == "probe":  # the machine section shows it
+                continue
             key = (bench["op"], bench.get("ranks"), bench.get("datatype"))
             group = groups.setdefault(key, OpGroup(len(groups) + 1, *key))
             _add_curves(group, run, bench)
@@ -289,9 +297,12 @@ def _mpi_html(run: dict) -> str:
     return text
 
 
+from .probe_report import machine_section  # noqa: E402  (imports report lazily)
+
 REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     _runs_section,
     _environment_section,
+    machine_section,
 ]
 
 
@@ -325,16 +336,21 @@ def _group_intro(group: OpGroup) -> str:
     failed = [(c, s) for c in group.curves for s, r in c.results.items()
               if failed_check(r)]
     if failed:
-        listed = ", ".join(f"{c.label} at {fmt_size(s)}" for c, s in failed[:10])
+        listed = ", ".join(c.label if group.sizeless else f"{c.label} at {fmt_size(s)}"
+                           for c, s in failed[:10])
         more = f" and {len(failed) - 10} more" if len(failed) > 10 else ""
+        mark = "hatched in the plot" if group.sizeless else "marked × in the latency plot"
         text += (f"<p class='warn'>{len(failed)} result(s) failed the correctness check "
-                 f"(marked × in the latency plot): {esc(listed)}{esc(more)}</p>")
+                 f"({mark}): {esc(listed)}{esc(more)}</p>")
     if not any(c.native for c in group.curves):
         text += "<p>No native measurement: the ratio plots are left out.</p>"
     return text
 
 
-def _latency_part(data: ReportData, group: OpGroup) -> str:
+def _latency_part(data: ReportData, group: OpGroup) -> str | None:
+    if group.sizeless:
+        return None
+
     def draw(ax):
         for curve in group.curves:
             ax.plot(*curve.series(), label=_legend_label(curve.label), **curve.style)
@@ -354,7 +370,7 @@ def _latency_part(data: ReportData, group: OpGroup) -> str:
 
 
 def _ratio_part(data: ReportData, group: OpGroup) -> str | None:
-    if not any(c.native for c in group.curves):
+    if group.sizeless or not any(c.native for c in group.curves):
         return None
 
     def draw(ax):
@@ -392,7 +408,7 @@ def _ratio_row(group: OpGroup, size: int) -> list:
 
 
 def _heatmap_part(data: ReportData, group: OpGroup) -> str | None:
-    if not any(c.native for c in group.curves):
+    if group.sizeless or not any(c.native for c in group.curves):
         return None
     sizes = group.sizes
     matrix = [[group.ratio(c, s) for s in sizes] for c in group.curves]
@@ -403,6 +419,36 @@ def _heatmap_part(data: ReportData, group: OpGroup) -> str | None:
     caption = (f"{esc(group.title)}: ratio to the best native{_of_runs(group)} per algorithm "
                "and size (blue: faster than native, red: slower).")
     return _figure(data, group, svg, caption, table(headers, rows))
+
+
+def _sizeless_part(data: ReportData, group: OpGroup) -> str | None:
+    """The barrier: one latency per algorithm as horizontal bars, with the ratio to the best
+    native in the table; a failed check is hatched."""
+    if not group.sizeless:
+        return None
+    curves = group.curves
+    values = [c.latency(0) for c in curves]
+    with _PLOT_LOCK, matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(9, 0.32 * len(curves) + 1.4))
+        ax = fig.add_subplot()
+        rows = list(range(len(curves)))
+        bars = ax.barh(rows, [v or 0.0 for v in values],
+                       color=[c.style.get("color") for c in curves], height=0.7)
+        for bar, curve in zip(bars, curves, strict=True):
+            if any(failed_check(r) for r in curve.results.values()):
+                bar.set_hatch("xx")
+                bar.set_edgecolor("red")
+        ax.set_yticks(rows, [c.label for c in curves])
+        ax.invert_yaxis()
+        ax.set_xlabel("latency (µs)")
+        ax.grid(True, axis="x", alpha=0.3)
+        svg = _svg(fig, f"{group.title}: latency per algorithm")
+    headers = ["algorithm", "latency (µs)", "ratio to best native", "check"]
+    table_rows = [[c.label, fmt_us(v), fmt_ratio(group.ratio(c, 0)),
+                   c.results[0].get("check")] for c, v in zip(curves, values, strict=True)]
+    caption = (f"{esc(group.title)}: latency ({METRIC_TEXT}) per algorithm; the operation has "
+               "no message size. Native (the MPI library's own) in dark gray or black.")
+    return _figure(data, group, svg, caption, table(headers, table_rows))
 
 
 def _comparison_part(data: ReportData, group: OpGroup) -> str | None:
@@ -470,6 +516,7 @@ OPERATION_PARTS: list[Callable[[ReportData, OpGroup], str | None]] = [
     _latency_part,
     _ratio_part,
     _heatmap_part,
+    _sizeless_part,
     _comparison_part,
     _results_part,
 ]

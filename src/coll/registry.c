@@ -85,7 +85,7 @@ static const ct_registry_entry table[] = {
      ct_alltoall_bruck},
 
     {{CT_BARRIER, "native", NATIVE, 0, "the MPI library's MPI_Barrier"}, NULL},
-    {{CT_BARRIER, "ring", 0, 0, "extended ring: a token around the ring twice"},
+    {{CT_BARRIER, "ring", 0, 0, "extended ring: a token around the ring, then a release around it"},
      ct_barrier_ring},
     {{CT_BARRIER, "binomial", 0, 0, "distributed binomial: fan-in to rank 0, fan-out"},
      ct_barrier_binomial},

@@ -175,7 +175,9 @@ static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *r
     int native = strcmp(ran, "native") == 0;
     int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s %lld bytes -> %s", rank,
                      size, mpi_name(coll), bytes, ran);
-    if (!native && opts->has_segsize && n > 0 && n < (int)sizeof line)
+    const ct_algorithm_info *info = native ? NULL : ct_algorithm_find(coll, ran);
+    int segmented = info && (info->flags & CT_ALG_SEGMENTABLE) && opts->has_segsize;
+    if (segmented && n > 0 && n < (int)sizeof line)
         n += snprintf(line + n, sizeof line - (size_t)n, " segsize %lld", opts->segsize);
     if (n > 0 && n < (int)sizeof line - 1) {
         line[n++] = '\n';

@@ -14,10 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
+from colltune.commands import COLLS
 from colltune.mpi import MPIBuild, project_root
 from colltune.store import Store
 
 ROOT = project_root()
+ROOTED = ("bcast", "reduce", "scatter", "gather")
+DATATYPE = {"reduce": "MPI_DOUBLE", "allreduce": "MPI_DOUBLE", "barrier": None}
 
 
 @pytest.fixture(scope="module")
@@ -55,23 +58,32 @@ def test_one_file_per_algorithm(build):
             continue
         path = ROOT / "src" / "coll" / f"{a['coll']}_{a['name']}.c"
         assert path.is_file(), f"{a['coll']}/{a['name']} has no {path.name}"
-    assert {a["coll"] for a in reg} == {"bcast", "reduce", "allreduce"}
+    assert {a["coll"] for a in reg} == set(COLLS)
 
 
-def test_bench_records_every_algorithm(tmp_path, env, build):
+@pytest.mark.parametrize("op", COLLS)
+def test_bench_records_every_algorithm(tmp_path, env, build, op):
     out = tmp_path / "bench.json"
-    p = colltune("bench", "--op", "allreduce", "-n", "3", "--max", "4K", "--iters", "3",
+    root = ["--root", "2"] if op in ROOTED else []
+    p = colltune("bench", "--op", op, "-n", "3", "--max", "4K", "--iters", "3", *root,
                  "--json", str(out), env=env)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
-    algs = {a["name"] for a in build.registry() if a["coll"] == "allreduce"}
-    sizes = [8 << i for i in range(10)]  # 8 B .. 4 KiB
+    algs = {a["name"] for a in build.registry() if a["coll"] == op}
+    assert "native" in algs and len(algs) > 1
+    # Sizes are the vector's or one rank's block; the barrier has one row, size 0.
+    sizes = [0] if op == "barrier" else [8 << i for i in range(10)]  # 8 B .. 4 KiB
     got = {(r["algorithm"], r["size"]) for r in doc["results"]}
     assert got == {(a, s) for a in algs for s in sizes}
+    esize = 8 if DATATYPE.get(op, "MPI_BYTE") == "MPI_DOUBLE" else 1
     for r in doc["results"]:
         assert len(r["samples_us"]) == 3 and r["min_us"] <= r["avg_us"] <= r["max_us"]
-        assert r["check"] == ("not checked" if r["algorithm"] == "native" else "ok")
-    assert doc["ranks"] == 3 and doc["mpi"]["implementation"] in ("MPICH", "Open MPI")
+        assert r["count"] == r["size"] // esize
+        # Every colltune algorithm's result equals native's (a barrier: nobody left early).
+        assert r["check"] == ("not checked" if r["algorithm"] == "native" else "ok"), r
+    assert doc["op"] == op and doc["ranks"] == 3 and doc["root"] == (2 if root else 0)
+    assert doc["datatype"] == DATATYPE.get(op, "MPI_BYTE")
+    assert doc["mpi"]["implementation"] in ("MPICH", "Open MPI")
     # The comparison table names every algorithm and ends each row with the ratio.
     assert all(a in p.stdout for a in algs) and "ct/native" in p.stdout
     with Store.open(env["COLLTUNE_DB"]) as st:
@@ -88,18 +100,46 @@ def test_bench_rejects_unknown_algorithm(env):
     assert "unknown bcast algorithm 'nope'" in p.stdout + p.stderr
 
 
-def test_run_ends_with_report_of_its_own_benchmark(tmp_path, env):
+def test_bench_accepts_every_operation_and_no_other(env):
+    p = colltune("bench", "--help", env=env)
+    assert p.returncode == 0 and "{" + ",".join(COLLS) + "}" in p.stdout
+    p = colltune("bench", "--op", "allgatherv", "-n", "2", "--no-record", env=env)
+    assert p.returncode == 2 and "invalid choice: 'allgatherv'" in p.stderr
+
+
+def test_run_benchmarks_every_operation_then_reports(tmp_path, env, build):
     report = tmp_path / "report.html"
-    p = colltune("run", "-n", "2", "--max", "1K", "--iters", "3", "-o", str(report), env=env)
+    env["PWD"] = str(tmp_path)  # where the quick probe writes machine.json
+    p = colltune("run", "-n", "2", "--max", "256", "--iters", "3", "-o", str(report), env=env)
     assert p.returncode == 0, p.stderr
     last = p.stdout.strip().splitlines()[-1]
     assert last == f"report: {report.resolve()}"
+    # One comparison table per operation, in order, each naming all of its algorithms.
+    heads = [ln.split(":")[0] for ln in p.stdout.splitlines() if " ranks, " in ln
+             and "median latency" in ln]
+    assert heads == list(COLLS)
+    reg = build.registry()
+    tables = p.stdout.split("median latency")[1:]
+    for op, text in zip(COLLS, tables, strict=True):
+        assert all(a["name"] in text for a in reg if a["coll"] == op), op
     html = report.read_text()
-    assert html.count("<svg") >= 2 and "bcast" in html and "allreduce" in html
+    for op in COLLS:
+        assert f"{op} · 2 ranks" in html
+    assert "barrier · 2 ranks: latency per algorithm" in html  # bars: no size axis
     with Store.open(env["COLLTUNE_DB"]) as st:
         (run,) = st.runs()
         assert run["status"] == "complete"
-        assert [b["op"] for b in st.run(run["id"])["benches"]] == ["bcast", "allreduce"]
+        benches = st.run(run["id"])["benches"]
+    # The quick probe first (its own section in the report), then every operation.
+    assert [b["op"] for b in benches] == ["probe", *COLLS]
+    assert json.loads((tmp_path / "machine.json").read_text())["caches"]
+    assert "<section id='machine'>" in html
+    for b in benches[1:]:
+        # Every algorithm and native measured at every size (the barrier: once, size 0).
+        sizes = [0] if b["op"] == "barrier" else [8 << i for i in range(6)]  # 8 .. 256 B
+        want = {(a["name"], s) for a in reg if a["coll"] == b["op"] for s in sizes}
+        assert {(r["algorithm"], r["size"]) for r in b["results"]} == want, b["op"]
+        assert all(r["check"] in ("ok", "not checked") for r in b["results"]), b["op"]
 
 
 def test_interrupted_bench_keeps_what_it_measured(tmp_path, env):

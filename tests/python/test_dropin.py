@@ -1,7 +1,8 @@
 """The PMPI drop-in on an unmodified program (tests/c/plain_collectives.c, built with plain
-mpicc): every collective goes through colltune (counted in the COLLTUNE_LOG=debug log),
-results are right for every forced algorithm, on split and dup communicators too, and bad
-input gives the error classes native MPI gives."""
+mpicc) that calls all eight collectives: forcing an algorithm by environment routes every call
+of that operation through it (counted in the COLLTUNE_LOG=debug log against the program's own
+count) with right results, on split and dup communicators too; without forcing everything is
+native; bad settings are refused by name; bad input gives the error classes native MPI gives."""
 
 from __future__ import annotations
 
@@ -11,12 +12,39 @@ import subprocess
 import sys
 
 import pytest
-from colltune.mpi import MPIBuild
+from colltune.mpi import MPIBuild, MPIError
 
 NRANKS = 3  # not a power of two; the split makes communicators of 2 and 1
-EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_SEGSIZE", "COLLTUNE_BCAST_ALGORITHM",
-          "COLLTUNE_REDUCE_ALGORITHM", "COLLTUNE_ALLREDUCE_ALGORITHM")
-OPS = {"bcast": "Bcast", "reduce": "Reduce", "allreduce": "Allreduce"}
+WIDE = 5  # the all-at-once runs: communicators of 5, 3 and 2
+SEGSIZE = 4099  # bytes; prime, so segments of bytes end mid-element and mid-block
+OPS = {"bcast": "Bcast", "reduce": "Reduce", "allreduce": "Allreduce", "scatter": "Scatter",
+       "gather": "Gather", "allgather": "Allgather", "alltoall": "Alltoall",
+       "barrier": "Barrier"}
+EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_SEGSIZE",
+          *(f"COLLTUNE_{op.upper()}_ALGORITHM" for op in OPS))
+# The bad calls of `plain_collectives --errors`, one line each.
+ERROR_CALLS = 36
+
+
+def _registry() -> list[dict]:
+    """The registry at collection time (empty without a build: test_registry fails then)."""
+    try:
+        return MPIBuild.select().registry()
+    except MPIError:
+        return []
+
+
+REGISTRY = _registry()
+FORCED = [(a["coll"], a["name"]) for a in REGISTRY if not a["native"]]
+SEGMENTABLE = {(a["coll"], a["name"]) for a in REGISTRY if a["segmentable"]}
+
+
+def algorithms(op: str) -> list[str]:
+    return [name for coll, name in FORCED if coll == op]
+
+
+# Runs forcing one algorithm of every operation at once, cycling through each list.
+ALL_AT_ONCE = max((len(algorithms(op)) for op in OPS), default=0)
 
 
 @pytest.fixture(scope="module")
@@ -24,69 +52,115 @@ def build() -> MPIBuild:
     return MPIBuild.select()
 
 
-def launch(build: MPIBuild, *args: str, preload: bool = True, **env: str):
+def launch(build: MPIBuild, *args: str, preload: bool = True, nranks: int = NRANKS,
+           timeout: int = 300, **env: str) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
-    e.update(build.launch_env(NRANKS))
+    e.update(build.launch_env(nranks))
     e.update(env)
     if preload:
         e["LD_PRELOAD"] = str(build.tool("libcolltune_pmpi.so"))
-    cmd = build.launch_command(NRANKS, [str(build.tool("tests/c/plain_collectives")), *args],
+    cmd = build.launch_command(nranks, [str(build.tool("tests/c/plain_collectives")), *args],
                                bind=False, export=EXPORT)
-    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300)
+    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
 
 
-def calls(stdout: str) -> dict[str, int]:
-    total = dict.fromkeys(OPS, 0)
-    for m in re.finditer(r"calls bcast=(\d+) reduce=(\d+) allreduce=(\d+)", stdout):
-        for op, n in zip(OPS, m.groups(), strict=True):
-            total[op] += int(n)
-    return total
+# Each rank writes each line at once, but mpiexec may forward a line's end apart from its
+# start, so lines of several ranks can run together: records are found, not lines split.
+CALLS = re.compile(r"rank (\d+) calls" + "".join(rf" {op}=(\d+)" for op in OPS))
+LOG = re.compile(r"colltune: rank \d+/\d+ MPI_([A-Za-z]+) (\d+) bytes -> ([a-z0-9_]+?)"
+                 r"(?: segsize (\d+))?(?=\s|colltune:|$)")
+
+
+def calls(stdout: str, nranks: int = NRANKS) -> dict[str, int]:
+    """The program's own count of its calls per operation, all ranks together."""
+    found = CALLS.findall(stdout)
+    assert sorted(int(m[0]) for m in found) == list(range(nranks)), stdout
+    return {op: sum(int(m[i + 1]) for m in found) for i, op in enumerate(OPS)}
+
+
+def log(stderr: str, op: str) -> list[tuple[int, str, int | None]]:
+    """(bytes, algorithm, segment size) of every MPI_<op> call the log shows."""
+    return [(int(b), alg, int(seg) if seg else None)
+            for name, b, alg, seg in LOG.findall(stderr) if name == OPS[op]]
 
 
 def routed(stderr: str, op: str) -> dict[str, int]:
     """How many MPI_<op> calls the log shows, per chosen algorithm."""
     out: dict[str, int] = {}
-    for m in re.finditer(rf"colltune: rank \d+/\d+ MPI_{OPS[op]} \d+ bytes -> (\w+)", stderr):
-        out[m.group(1)] = out.get(m.group(1), 0) + 1
+    for _, alg, _ in log(stderr, op):
+        out[alg] = out.get(alg, 0) + 1
     return out
 
 
-def algorithms(build: MPIBuild, op: str) -> list[str]:
-    return [a["name"] for a in build.registry() if a["coll"] == op and not a["native"]]
+def ok(p: subprocess.CompletedProcess, what) -> None:
+    assert p.returncode == 0 and "all ok" in p.stdout, (what, p.stdout[-2000:],
+                                                         p.stderr[-3000:])
 
 
-@pytest.mark.parametrize("op", list(OPS))
-def test_every_forced_algorithm_runs_every_call(build, op):
-    for alg in algorithms(build, op):
-        env = {f"COLLTUNE_{op.upper()}_ALGORITHM": alg, "COLLTUNE_LOG": "debug"}
-        p = launch(build, **env)
-        assert p.returncode == 0 and "all ok" in p.stdout, (alg, p.stdout, p.stderr[-2000:])
-        n = calls(p.stdout)
-        assert sum(n.values()) > 0
-        assert routed(p.stderr, op) == {alg: n[op]}, alg
-        for other in OPS:
-            if other != op:
-                assert routed(p.stderr, other) == {"native": n[other]}
+def test_registry_has_every_operation(build):
+    assert {a["coll"] for a in build.registry()} == set(OPS)
+    assert {op for op, _ in FORCED} == set(OPS), "every operation has colltune algorithms"
 
 
-def test_segment_size_from_the_environment(build):
+@pytest.mark.parametrize(("op", "alg"), FORCED, ids=[f"{op}-{alg}" for op, alg in FORCED])
+def test_forced_algorithm_runs_every_call(build, op, alg):
+    p = launch(build, **{f"COLLTUNE_{op.upper()}_ALGORITHM": alg, "COLLTUNE_LOG": "debug"})
+    ok(p, (op, alg))
+    n = calls(p.stdout)
+    assert all(n.values()), n  # the program calls every operation
+    assert routed(p.stderr, op) == {alg: n[op]}
+    for other in OPS:
+        if other != op:
+            assert routed(p.stderr, other) == {"native": n[other]}, other
+
+
+@pytest.mark.parametrize("index", range(ALL_AT_ONCE))
+def test_every_operation_forced_at_once_with_a_segment_size(build, index):
+    """On 5 ranks, one algorithm of every operation forced together, and COLLTUNE_SEGSIZE
+    for the segmentable ones; run `index` takes each operation's algorithm number `index`
+    (cycling), so these runs cover every algorithm."""
+    chosen = {op: algorithms(op)[index % len(algorithms(op))] for op in OPS}
+    env = {f"COLLTUNE_{op.upper()}_ALGORITHM": alg for op, alg in chosen.items()}
+    p = launch(build, nranks=WIDE, COLLTUNE_LOG="debug", COLLTUNE_SEGSIZE=str(SEGSIZE), **env)
+    ok(p, chosen)
+    n = calls(p.stdout, WIDE)
+    for op, alg in chosen.items():
+        assert routed(p.stderr, op) == {alg: n[op]}, (op, alg)
+        if (op, alg) in SEGMENTABLE:
+            assert {seg for _, _, seg in log(p.stderr, op)} == {SEGSIZE}, (op, alg)
+
+
+def test_segment_size_is_logged(build):
     p = launch(build, COLLTUNE_BCAST_ALGORITHM="pipeline", COLLTUNE_SEGSIZE="100",
                COLLTUNE_LOG="debug")
-    assert p.returncode == 0 and "all ok" in p.stdout
-    assert "MPI_Bcast 4000 bytes -> pipeline segsize 100" in p.stderr
+    ok(p, "pipeline")
+    assert (4000, "pipeline", 100) in log(p.stderr, "bcast")
 
 
-def test_without_forcing_everything_is_native_and_silent(build):
+def test_without_forcing_everything_is_native(build):
+    p = launch(build, COLLTUNE_LOG="debug")
+    ok(p, "native")
+    n = calls(p.stdout)
+    for op in OPS:
+        assert routed(p.stderr, op) == {"native": n[op]}, op
+    # The log shows the per-rank block of the data-movement operations.
+    assert (280004, "native", None) in log(p.stderr, "alltoall")
+    assert set(log(p.stderr, "barrier")) == {(0, "native", None)}
+
+
+def test_without_forcing_the_drop_in_is_silent(build):
     p = launch(build)
-    assert p.returncode == 0 and "all ok" in p.stdout and "colltune:" not in p.stderr
+    ok(p, "silent")
+    assert "colltune:" not in p.stderr
 
 
-def test_unknown_algorithm_names_the_valid_ones(build):
-    p = launch(build, COLLTUNE_REDUCE_ALGORITHM="fastest")
+@pytest.mark.parametrize(("op", "name"), [("reduce", "fastest"), ("allgather", "nope")])
+def test_unknown_algorithm_names_the_valid_ones(build, op, name):
+    p = launch(build, **{f"COLLTUNE_{op.upper()}_ALGORITHM": name})
     assert p.returncode != 0
-    valid = ", ".join(["native", *algorithms(build, "reduce")])
-    assert f"COLLTUNE_REDUCE_ALGORITHM='fastest' is not a reduce algorithm; valid: {valid}" \
-        in p.stderr
+    valid = ", ".join(["native", *algorithms(op)])
+    assert (f"COLLTUNE_{op.upper()}_ALGORITHM='{name}' is not a {op} algorithm; valid: {valid}"
+            in p.stderr)
 
 
 def test_bad_segment_size_is_refused(build):
@@ -96,12 +170,17 @@ def test_bad_segment_size_is_refused(build):
 
 
 def test_bad_input_gives_the_native_error_classes(build):
-    native = launch(build, "--errors", preload=False)
+    native = launch(build, "--errors", preload=False, timeout=120)
     assert native.returncode == 0, native.stderr
     lines = native.stdout.splitlines()
-    assert len(lines) == 9 and all(not ln.endswith(" 0") for ln in lines), lines
-    forced = launch(build, "--errors", COLLTUNE_BCAST_ALGORITHM="binomial",
-                    COLLTUNE_REDUCE_ALGORITHM="binomial", COLLTUNE_ALLREDUCE_ALGORITHM="ring")
+    assert len(lines) == ERROR_CALLS and all(not ln.endswith(" 0") for ln in lines), lines
+    assert {ln.split("_")[0] for ln in lines} == set(OPS)
+    plain = launch(build, "--errors", timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.splitlines() == lines
+    # Every operation forced to a colltune algorithm: still native MPI's own errors.
+    env = {f"COLLTUNE_{op.upper()}_ALGORITHM": algorithms(op)[-1] for op in OPS}
+    forced = launch(build, "--errors", timeout=120, **env)
     assert forced.returncode == 0, forced.stderr
     assert forced.stdout.splitlines() == lines
 
