@@ -14,14 +14,16 @@
  * what the MPI library itself does. Cases: every root (N <= 5) or roots 0,
  * N-1, N/2; block counts 0, 1, 7, 16, 33 (--small) or one of about 40 KB per
  * block (--large); send/receive type pairs of equal signature: BYTE, INT,
- * DOUBLE, a strided vector and a padded struct each to itself, 4k INT <-> k
- * contiguous(4, INT), 2k DOUBLE <-> k vector; unsegmented and with segment
+ * DOUBLE, a strided vector, a padded struct and a struct with a leading hole
+ * each to itself, 4k INT <-> k contiguous(4, INT), 2k DOUBLE <-> k vector;
+ * unsegmented and with segment
  * sizes of 64 and 37 bytes (--large: 8191) for segmentable algorithms;
  * MPI_IN_PLACE (scatter: root recvbuf; gather: root sendbuf; allgather and
  * alltoall: every sendbuf) and not. Fewer pairs and counts at N >= 13 (pairs
  * BYTE, vector, struct, INT -> contiguous, DOUBLE -> vector; counts 0, 1,
  * 33), and for --large (those five pairs, roots 0 and N-1, in place only for
- * BYTE and vector).
+ * BYTE and vector). A few cases (count 7, four pairs, roots 0 and last)
+ * also run on the split communicator described below.
  *
  * Barrier (--small): every algorithm 50 times in a row on MPI_COMM_WORLD, on a
  * split communicator of uneven size in reversed rank order, and on
@@ -110,7 +112,7 @@ typedef struct tdesc {
     field f[4];
 } tdesc;
 
-enum { T_BYTE, T_INT, T_DOUBLE, T_VEC, T_STRUCT, T_INT4, NTYPES };
+enum { T_BYTE, T_INT, T_DOUBLE, T_VEC, T_STRUCT, T_INT4, T_SHIFT, NTYPES };
 static tdesc T[NTYPES];
 
 /* A send type and a receive type of equal signature: ms * k elements of the
@@ -123,6 +125,7 @@ static const pair pairs[] = {
     {T_BYTE, T_BYTE, 1, 1},     {T_INT, T_INT, 1, 1},     {T_DOUBLE, T_DOUBLE, 1, 1},
     {T_VEC, T_VEC, 1, 1},       {T_STRUCT, T_STRUCT, 1, 1}, {T_INT, T_INT4, 4, 1},
     {T_INT4, T_INT, 1, 4},      {T_DOUBLE, T_VEC, 2, 1},  {T_VEC, T_DOUBLE, 1, 2},
+    {T_SHIFT, T_SHIFT, 1, 1},
 };
 #define NPAIRS ((int)(sizeof pairs / sizeof pairs[0]))
 /* The pairs kept at N >= 13 and for large blocks: every kind of type (dense,
@@ -131,7 +134,7 @@ static const int pairs_few[] = {0, 3, 4, 5, 7};
 
 static void setup_types(void)
 {
-    MPI_Datatype vec, st, tmp, int4;
+    MPI_Datatype vec, st, tmp, int4, shift;
     MPI_Type_vector(2, 1, 2, MPI_DOUBLE, &vec); /* doubles at 0 and 16, extent 24 */
     MPI_Type_commit(&vec);
     int bl[2] = {1, 1};
@@ -143,6 +146,11 @@ static void setup_types(void)
     MPI_Type_commit(&st);
     MPI_Type_contiguous(4, MPI_INT, &int4);
     MPI_Type_commit(&int4);
+    MPI_Aint disp8 = 8;
+    MPI_Type_create_struct(1, bl, &disp8, types + 1, &tmp);
+    MPI_Type_create_resized(tmp, 0, 16, &shift); /* hole 0..7, double at 8: true lb 8 */
+    MPI_Type_free(&tmp);
+    MPI_Type_commit(&shift);
     T[T_BYTE] = (tdesc){"BYTE", MPI_BYTE, 1, 1, 1, {{0, 'b'}}};
     T[T_INT] = (tdesc){"INT", MPI_INT, 4, 4, 1, {{0, 'i'}}};
     T[T_DOUBLE] = (tdesc){"DOUBLE", MPI_DOUBLE, 8, 8, 1, {{0, 'd'}}};
@@ -150,6 +158,7 @@ static void setup_types(void)
     T[T_STRUCT] = (tdesc){"struct{int,double}", st, 16, 12, 2, {{0, 'i'}, {8, 'd'}}};
     T[T_INT4] = (tdesc){"contiguous(4,INT)", int4, 16, 16, 4,
                         {{0, 'i'}, {4, 'i'}, {8, 'i'}, {12, 'i'}}};
+    T[T_SHIFT] = (tdesc){"struct{hole,double}", shift, 16, 8, 1, {{8, 'd'}}};
     for (int i = 0; i < NTYPES; i++) {
         MPI_Aint lb, extent;
         int size;
@@ -168,6 +177,7 @@ static void free_types(void)
     MPI_Type_free(&T[T_VEC].type);
     MPI_Type_free(&T[T_STRUCT].type);
     MPI_Type_free(&T[T_INT4].type);
+    MPI_Type_free(&T[T_SHIFT].type);
 }
 
 /* Basic element j of the stream from src to dst (dst 0 where every
@@ -232,11 +242,14 @@ static void where(char *out, size_t len, const char *buf_name, const unsigned ch
 }
 
 static void move_case(const ct_algorithm_info *a, const pair *pr, int k, int root,
-                      long long seg, int ip)
+                      long long seg, int ip, MPI_Comm comm, const char *comm_name)
 {
     ct_coll c = a->coll;
+    int me, n;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
     if (is_mpich && (a->flags & CT_ALG_NATIVE) && c == CT_GATHER && pr->r == T_STRUCT &&
-        k >= 1000 && nprocs >= 4) {
+        k >= 1000 && n >= 4) {
         /* MPICH 5.0.2's MPI_Gather fails ("Invalid datatype") when a binomial
          * subtree forwards several blocks of the padded struct type received as
          * bytes, from about 1400 elements per block, and leaves the
@@ -247,8 +260,8 @@ static void move_case(const ct_algorithm_info *a, const pair *pr, int k, int roo
     }
     const tdesc *st = &T[pr->s], *rt = &T[pr->r];
     int sc = k * pr->ms, rc = k * pr->mr;
-    int nsb = (c == CT_SCATTER || c == CT_ALLTOALL) ? nprocs : 1;
-    int nrb = c == CT_SCATTER ? 1 : nprocs;
+    int nsb = (c == CT_SCATTER || c == CT_ALLTOALL) ? n : 1;
+    int nrb = c == CT_SCATTER ? 1 : n;
     size_t sbytes = (size_t)nsb * (size_t)sc * (size_t)st->extent + 2 * GUARD;
     size_t rbytes = (size_t)nrb * (size_t)rc * (size_t)rt->extent + 2 * GUARD;
     unsigned char *sall = malloc(sbytes), *swant = malloc(sbytes);
@@ -258,14 +271,14 @@ static void move_case(const ct_algorithm_info *a, const pair *pr, int k, int roo
     memset(rwant, SENTINEL, rbytes);
     char *sb = (char *)sall + GUARD, *rb = (char *)rall + GUARD, *rw = (char *)rwant + GUARD;
     size_t sblk = (size_t)sc * (size_t)st->extent, rblk = (size_t)rc * (size_t)rt->extent;
-    int is_root = rank == root;
+    int is_root = me == root;
     /* In place at this rank: scatter/gather only at the root, the others everywhere. */
     int ip_here = ip && (c == CT_ALLGATHER || c == CT_ALLTOALL || is_root);
 
     snprintf(current, sizeof current,
-             "%s/%s N=%d root=%d send=%d x %s recv=%d x %s seg=%lld inplace=%d",
-             ct_coll_name(c), a->name, nprocs, c == CT_SCATTER || c == CT_GATHER ? root : -1,
-             sc, st->name, rc, rt->name, seg, ip);
+             "%s/%s on %s N=%d root=%d send=%d x %s recv=%d x %s seg=%lld inplace=%d",
+             ct_coll_name(c), a->name, comm_name, n,
+             c == CT_SCATTER || c == CT_GATHER ? root : -1, sc, st->name, rc, rt->name, seg, ip);
 
     /* Inputs: the send buffer (also at ranks where it is not significant: it
      * must come back unmodified there too), and in-place inputs in recvbuf. */
@@ -273,36 +286,36 @@ static void move_case(const ct_algorithm_info *a, const pair *pr, int k, int roo
     case CT_SCATTER:
     case CT_ALLTOALL:
         for (int b = 0; b < nsb; b++)
-            fill(st, sb + (size_t)b * sblk, (size_t)sc, rank, b);
+            fill(st, sb + (size_t)b * sblk, (size_t)sc, me, b);
         break;
     default:
-        fill(st, sb, (size_t)sc, rank, 0);
+        fill(st, sb, (size_t)sc, me, 0);
         break;
     }
     if (ip_here && c == CT_GATHER)
         fill(rt, rb + (size_t)root * rblk, (size_t)rc, root, 0);
     if (ip_here && c == CT_ALLGATHER)
-        fill(rt, rb + (size_t)rank * rblk, (size_t)rc, rank, 0);
+        fill(rt, rb + (size_t)me * rblk, (size_t)rc, me, 0);
     if (ip_here && c == CT_ALLTOALL)
-        for (int b = 0; b < nprocs; b++)
-            fill(rt, rb + (size_t)b * rblk, (size_t)rc, rank, b);
+        for (int b = 0; b < n; b++)
+            fill(rt, rb + (size_t)b * rblk, (size_t)rc, me, b);
     memcpy(swant, sall, sbytes);
 
     /* The exact result. */
     switch (c) {
     case CT_SCATTER:
         if (!ip_here)
-            fill(rt, rw, (size_t)rc, root, rank);
+            fill(rt, rw, (size_t)rc, root, me);
         break;
     case CT_GATHER:
     case CT_ALLGATHER:
         if (c == CT_ALLGATHER || is_root)
-            for (int i = 0; i < nprocs; i++)
+            for (int i = 0; i < n; i++)
                 fill(rt, rw + (size_t)i * rblk, (size_t)rc, i, 0);
         break;
     default:
-        for (int i = 0; i < nprocs; i++)
-            fill(rt, rw + (size_t)i * rblk, (size_t)rc, i, rank);
+        for (int i = 0; i < n; i++)
+            fill(rt, rw + (size_t)i * rblk, (size_t)rc, i, me);
         break;
     }
 
@@ -332,16 +345,16 @@ static void move_case(const ct_algorithm_info *a, const pair *pr, int k, int roo
     alarm(WATCHDOG_S);
     switch (c) {
     case CT_SCATTER:
-        err = ct_scatter(sendbuf, scount, stype, recvbuf, rcount, rtype, root, MPI_COMM_WORLD, &o);
+        err = ct_scatter(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, &o);
         break;
     case CT_GATHER:
-        err = ct_gather(sendbuf, scount, stype, recvbuf, rcount, rtype, root, MPI_COMM_WORLD, &o);
+        err = ct_gather(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, &o);
         break;
     case CT_ALLGATHER:
-        err = ct_allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, MPI_COMM_WORLD, &o);
+        err = ct_allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm, &o);
         break;
     default:
-        err = ct_alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, MPI_COMM_WORLD, &o);
+        err = ct_alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm, &o);
         break;
     }
     alarm(0);
@@ -385,6 +398,8 @@ static int all_ok(int local_ok)
     MPI_Allreduce(&local_ok, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
     return all;
 }
+
+static MPI_Comm split; /* uneven size, ranks in reverse order */
 
 static void run_movement(const ct_algorithm_info *a, int large)
 {
@@ -430,8 +445,22 @@ static void run_movement(const ct_algorithm_info *a, int large)
                 for (int si = 0; si < (counts[ci] > 1 ? nsegs : 1); si++)
                     for (int ip = 0; ip < (large && pr->s != T_BYTE && pr->s != T_VEC ? 1 : 2);
                          ip++)
-                        move_case(a, pr, counts[ci], roots[ri], segs[si], ip);
+                        move_case(a, pr, counts[ci], roots[ri], segs[si], ip,
+                                  MPI_COMM_WORLD, "world");
     }
+    if (large)
+        return;
+    /* A few cases on a communicator that is not world: its ranks are not the
+     * world's, and colltune keeps state per communicator. */
+    int n;
+    MPI_Comm_size(split, &n);
+    const int split_pairs[] = {0, 3, 5, 9};
+    for (int pi = 0; pi < (int)(sizeof split_pairs / sizeof split_pairs[0]); pi++)
+        for (int ri = 0; ri < (a->coll == CT_SCATTER || a->coll == CT_GATHER ? 2 : 1); ri++)
+            for (int si = 0; si < (segmentable ? 2 : 1); si++)
+                for (int ip = 0; ip < 2; ip++)
+                    move_case(a, &pairs[split_pairs[pi]], 7, ri ? n - 1 : 0, si ? 37 : 0, ip,
+                              split, "split");
 }
 
 /* ---- Barrier ------------------------------------------------------------ */
@@ -520,12 +549,11 @@ static void no_pending(MPI_Comm comm, const char *comm_name)
     }
 }
 
-static void run_barrier(const ct_algorithm_info *a, MPI_Comm split)
+static void run_barrier(const ct_algorithm_info *a)
 {
     barrier_on(a, MPI_COMM_WORLD, "MPI_COMM_WORLD");
     barrier_on(a, split, "split(rank % 3 == 0, reversed)");
     barrier_on(a, MPI_COMM_SELF, "MPI_COMM_SELF");
-    no_pending(split, "the split communicator");
 }
 
 /* ---- Driver ------------------------------------------------------------- */
@@ -565,7 +593,6 @@ int main(int argc, char **argv)
         is_mpich = strstr(version, "MPICH") != NULL;
     }
     setup_types();
-    MPI_Comm split;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 3 == 0, nprocs - rank, &split);
     MPI_Comm_set_errhandler(split, MPI_ERRORS_RETURN);
 
@@ -587,7 +614,7 @@ int main(int argc, char **argv)
         long long s0 = n_isend, r0 = n_irecv;
         double a0 = MPI_Wtime();
         if (a->coll == CT_BARRIER) {
-            run_barrier(a, split);
+            run_barrier(a);
         } else {
             if (small)
                 run_movement(a, 0);
@@ -595,6 +622,7 @@ int main(int argc, char **argv)
                 run_movement(a, 1);
         }
         no_pending(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+        no_pending(split, "the split communicator");
         /* Every message colltune sent was received by someone. */
         long long mine[2] = {n_isend - s0, n_irecv - r0}, sum[2];
         MPI_Allreduce(mine, sum, 2, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
