@@ -407,7 +407,7 @@ static int run_schedule(comm_state *st, const ct_registry_entry *e, const ct_par
     if (!st->have_key || memcmp(&key, &st->key, sizeof key) != 0) {
         st->have_key = 0;
         if (ct_sched_generate(e->info.name, p, &st->sched))
-            return MPI_ERR_NO_MEM;
+            return MPI_ERR_INTERN; /* out of memory, or a generator refusing its parameters */
         memcpy(&st->key, &key, sizeof key);
         st->have_key = 1;
     }
@@ -599,7 +599,9 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
     }
     if (rc != MPI_SUCCESS)
         return raise_error(c->comm, rc, "%s/%s: failed (%s)", cname, e->info.name,
-                           rc == MPI_ERR_NO_MEM ? "out of memory" : "MPI error");
+                           rc == MPI_ERR_NO_MEM  ? "out of memory"
+                           : rc == MPI_ERR_INTERN ? "no schedule could be generated"
+                                                  : "MPI error");
     return MPI_SUCCESS;
 }
 
