@@ -66,21 +66,11 @@ static int subtree_end(ct_tree_kind kind, int radix, int n, int v)
     return end;
 }
 
-/* Where virtual element x lives on this rank. */
-typedef struct where {
-    int real_order;  /* the top's user buffer, in real rank order */
-    int buf;
-    size_t base;     /* element of buf holding virtual element `first` */
-    size_t first;
-} where;
-
-static size_t locate(const where *w, const ct_params *p, int top, size_t x)
+/* Where virtual element x sits in the top's buffer, which is in real rank order. */
+static size_t real_offset(const ct_params *p, int top, size_t x)
 {
-    if (w->real_order) {
-        size_t b = x / p->count, real = (b + (size_t)top) % (size_t)p->size;
-        return real * p->count + x % p->count;
-    }
-    return w->base + (x - w->first);
+    size_t b = x / p->count, real = (b + (size_t)top) % (size_t)p->size;
+    return real * p->count + x % p->count;
 }
 
 /* This rank's place in the tree: virtual rank, interval, children and their
@@ -156,18 +146,17 @@ int ct_tree_scatter_blocks(ct_sched *s, const ct_params *p, ct_tree_kind kind, i
     if (nd.t.parent < 0) {
         /* The top has everything: round g sends piece g to every child, the
          * largest subtree (the first child in a chain or tree) first. */
-        where w = {1, src_buf, 0, 0};
         size_t rounds = 0;
         for (int i = 0; i < k; i++)
             rounds = nout[i] > rounds ? nout[i] : rounds;
         ct_sched_round(s);
         if (dst_buf >= 0)
-            ct_sched_copy(s, src_buf, locate(&w, p, top, lo), dst_buf, dst_off, cnt);
+            ct_sched_copy(s, src_buf, real_offset(p, top, lo), dst_buf, dst_off, cnt);
         for (size_t g = 0; g < rounds; g++) {
             ct_sched_round(s);
             for (int i = 0; i < k; i++)
                 if (g < nout[i])
-                    ct_sched_send(s, nd.t.children[i], src_buf, locate(&w, p, top, out[i][g].lo),
+                    ct_sched_send(s, nd.t.children[i], src_buf, real_offset(p, top, out[i][g].lo),
                                   out[i][g].hi - out[i][g].lo);
         }
         rc = 0;
@@ -252,14 +241,13 @@ int ct_tree_gather_blocks(ct_sched *s, const ct_params *p, ct_tree_kind kind, in
     if (nd.t.parent < 0) {
         /* The top receives straight into place: round g takes piece g of
          * every child. */
-        where w = {1, dst_buf, 0, 0};
         ct_sched_round(s);
-        ct_sched_copy(s, src_buf, src_off, dst_buf, locate(&w, p, top, lo), cnt);
+        ct_sched_copy(s, src_buf, src_off, dst_buf, real_offset(p, top, lo), cnt);
         for (size_t g = 0; g < rounds; g++) {
             ct_sched_round(s);
             for (int i = 0; i < k; i++)
                 if (g < nin[i])
-                    ct_sched_recv(s, nd.t.children[i], dst_buf, locate(&w, p, top, in[i][g].lo),
+                    ct_sched_recv(s, nd.t.children[i], dst_buf, real_offset(p, top, in[i][g].lo),
                                   in[i][g].hi - in[i][g].lo);
         }
         rc = 0;
