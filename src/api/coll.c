@@ -57,13 +57,19 @@ static int raise_message(MPI_Comm comm, int errclass, const char *msg)
     return code;
 }
 
+/* "colltune: " and the formatted text, cut to fit. */
+static void format_message(char *msg, size_t len, const char *fmt, va_list ap)
+{
+    int n = snprintf(msg, len, "colltune: ");
+    vsnprintf(msg + n, len - (size_t)n, fmt, ap);
+}
+
 static int raise_error(MPI_Comm comm, int errclass, const char *fmt, ...)
 {
     char msg[MPI_MAX_ERROR_STRING];
     va_list ap;
     va_start(ap, fmt);
-    int n = snprintf(msg, sizeof msg, "colltune: ");
-    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+    format_message(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return raise_message(comm, errclass, msg);
 }
@@ -148,8 +154,7 @@ static int refuse(reject *r, int cls, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = snprintf(r->msg, sizeof r->msg, "colltune: ");
-    vsnprintf(r->msg + n, sizeof r->msg - (size_t)n, fmt, ap);
+    format_message(r->msg, sizeof r->msg, fmt, ap);
     va_end(ap);
     r->cls = cls;
     return cls;
@@ -187,11 +192,6 @@ static void significant(const ct_call *c, int rank, int *send, int *recv)
     default:
         break;
     }
-}
-
-static int type_size_of(MPI_Datatype t, int *size)
-{
-    return PMPI_Type_size(t, size);
 }
 
 /* The argument checks MPI asks for; MPI_SUCCESS or the class, with *r. */
@@ -264,8 +264,8 @@ static int check_args(const ct_call *c, int rank, int size, int inter, int *comm
     int both = c->coll >= CT_SCATTER && c->coll <= CT_ALLTOALL && send && recv;
     if (both && !inter) {
         int ss, rs;
-        if (type_size_of(c->sendtype, &ss) != MPI_SUCCESS ||
-            type_size_of(c->recvtype, &rs) != MPI_SUCCESS)
+        if (PMPI_Type_size(c->sendtype, &ss) != MPI_SUCCESS ||
+            PMPI_Type_size(c->recvtype, &rs) != MPI_SUCCESS)
             return refuse(r, MPI_ERR_TYPE, "%s: invalid datatype", cname);
         long long sb = (long long)c->sendcount * ss, rb = (long long)c->recvcount * rs;
         if (sb > rb)
