@@ -6,7 +6,6 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -14,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from .mpi import MPIBuild, MPIError, describe_library
+from .mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from .progress import ProgressBar
 
 # Every operation, in the order of the C enum ct_coll.
@@ -184,7 +183,7 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
             rc = proc.wait()
             t.join()
         except KeyboardInterrupt:
-            _stop(proc)
+            stop_process_group(proc)
             bar.done()
             if not out.exists():
                 raise
@@ -209,19 +208,6 @@ class BenchInterrupted(KeyboardInterrupt):
     def __init__(self, doc: dict):
         super().__init__("benchmark interrupted")
         self.doc = doc
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=10)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _read_jsonl(path: Path) -> dict:

@@ -12,6 +12,7 @@ import ctypes
 import json
 import os
 import re
+import signal
 import subprocess
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -144,3 +145,18 @@ def describe_library(library: str) -> dict:
     if m:
         return {"implementation": "MPICH", "version": m.group(1), "library": library}
     return {"implementation": "unknown", "version": "", "library": library}
+
+
+def stop_process_group(proc: subprocess.Popen, grace: float = 10) -> None:
+    """Ends a job started with start_new_session=True (mpiexec and its ranks): SIGTERM to its
+    process group, then SIGKILL if it is still there after `grace` seconds."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -23,7 +23,6 @@ import datetime
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import threading
@@ -34,7 +33,7 @@ from pathlib import Path
 from . import __version__
 from .machine import fingerprint
 from .machine_schema import SCHEMA, SCHEMA_VERSION
-from .mpi import MPIBuild, MPIError
+from .mpi import MPIBuild, MPIError, stop_process_group
 from .probe_caches import analyze_curve, size_grid
 from .probe_cluster import bandwidth_groups, comm_layers, sharing_groups
 from .probe_truth import compare, hwloc_caches, level_of, os_caches
@@ -88,7 +87,7 @@ def run_tool(cmd: list[str], label: str, env: dict | None = None,
     errors: list[str] = []
     reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
     reader.start()
-    timer = threading.Timer(timeout, lambda: _stop(proc)) if timeout else None
+    timer = threading.Timer(timeout, lambda: stop_process_group(proc, 5)) if timeout else None
     if timer:
         timer.start()
     try:
@@ -101,7 +100,7 @@ def run_tool(cmd: list[str], label: str, env: dict | None = None,
         rc = proc.wait()
         reader.join()
     except BaseException:
-        _stop(proc)
+        stop_process_group(proc, 5)
         raise
     finally:
         if timer:
@@ -118,19 +117,6 @@ def run_tool(cmd: list[str], label: str, env: dict | None = None,
         raise ProbeError(f"{Path(cmd[0]).name} exited with status {rc}: {tail} "
                          f"(command: {shlex.join(cmd)})")
     return records
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=5)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def _csv(values) -> str:
