@@ -336,6 +336,15 @@ static void print_bind(const worker *w, int n)
         }
 }
 
+/* ,"key":[v0,v1,...] with each worker's best (or median) figure. */
+static void print_figures(const char *key, const worker *w, int n, int median)
+{
+    printf(",\"%s\":[", key);
+    for (int i = 0; i < n; i++)
+        printf(i ? ",%.4f" : "%.4f", median ? w[i].med : w[i].best);
+    printf("]");
+}
+
 static void print_cpus(const worker *w, int n)
 {
     printf("\"cpus\":[");
@@ -378,13 +387,8 @@ static int cmd_traverse(int argc, char **argv)
                 printf(",\"error\":\"cannot allocate %lld bytes per core\"}\n", sizes[k]);
                 rc = 1;
             } else {
-                printf(",\"ns\":[");
-                for (int i = 0; i < n; i++)
-                    printf(i ? ",%.4f" : "%.4f", w[i].best);
-                printf("],\"ns_median\":[");
-                for (int i = 0; i < n; i++)
-                    printf(i ? ",%.4f" : "%.4f", w[i].med);
-                printf("]");
+                print_figures("ns", w, n, 0);
+                print_figures("ns_median", w, n, 1);
                 print_bind(w, n);
                 printf("}\n");
             }
@@ -458,13 +462,8 @@ static int cmd_copy(int argc, char **argv)
             printf(",\"error\":\"cannot allocate 2 x %lld bytes per core\"}\n", bytes);
             rc = 1;
         } else {
-            printf(",\"gbps\":[");
-            for (int i = 0; i < n; i++)
-                printf(i ? ",%.4f" : "%.4f", w[i].med);
-            printf("],\"gbps_best\":[");
-            for (int i = 0; i < n; i++)
-                printf(i ? ",%.4f" : "%.4f", w[i].best);
-            printf("]");
+            print_figures("gbps", w, n, 1);
+            print_figures("gbps_best", w, n, 0);
             print_bind(w, n);
             printf("}\n");
         }
