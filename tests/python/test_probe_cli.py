@@ -101,3 +101,14 @@ def test_quick_probe_for_colltune_run(tmp_path):
         assert bench["op"] == "probe"
     assert (tmp_path / "machine.json").is_file()
     assert os.path.isfile(tmp_path / "machine.xml")
+
+
+def test_every_set_is_measured_however_many(child_env):
+    """A 16-core machine has 120 pairs: the probe programs once measured only the first 64."""
+    tool = MPIBuild.select(None).tool("ct_probe")
+    sets = ";".join(f"{i % 2},{(i + 1) % 2}" for i in range(130))
+    p = subprocess.run([str(tool), "copy", "--sets", sets, "--bytes", "8192", "--reps", "1"],
+                       capture_output=True, text=True, timeout=120, env=child_env())
+    assert p.returncode == 0, p.stderr
+    records = [json.loads(line) for line in p.stdout.splitlines()]
+    assert len(records) == 130 and records[-1]["cpus"] == [1, 0]

@@ -152,30 +152,54 @@ static int parse_list(const char *text, long long *out, int max)
     return n;
 }
 
+/* The sets of cores that run at once, one measurement each; as many as the caller gives
+ * (every pair of a many-core machine is thousands). */
 typedef struct cpuset_list {
     int n;
-    int size[64];
-    int cpu[64][MAX_SET];
+    int *size;
+    int **cpu;
 } cpuset_list;
 
-/* "0;0,1;2" -> sets {0}, {0,1}, {2} */
+static void free_sets(cpuset_list *sets)
+{
+    for (int i = 0; i < sets->n; i++)
+        free(sets->cpu[i]);
+    free(sets->cpu);
+    free(sets->size);
+    memset(sets, 0, sizeof *sets);
+}
+
+/* "0;0,1;2" -> sets {0}, {0,1}, {2}; -1 on a malformed list or no memory. */
 static int parse_sets(const char *text, cpuset_list *sets)
 {
+    int cap = 1;
+    for (const char *c = text; *c; c++)
+        cap += *c == ';';
     char *copy = strdup(text), *save = NULL;
-    sets->n = 0;
-    for (char *tok = strtok_r(copy, ";", &save); tok && sets->n < 64;
+    memset(sets, 0, sizeof *sets);
+    sets->size = calloc((size_t)cap, sizeof *sets->size);
+    sets->cpu = calloc((size_t)cap, sizeof *sets->cpu);
+    long long *v = malloc(MAX_SET * sizeof *v);
+    int ok = copy && sets->size && sets->cpu && v;
+    for (char *tok = ok ? strtok_r(copy, ";", &save) : NULL; ok && tok;
          tok = strtok_r(NULL, ";", &save)) {
-        long long v[MAX_SET];
         int k = parse_list(tok, v, MAX_SET);
-        if (k <= 0) {
-            free(copy);
-            return -1;
+        int *cpus = k > 0 ? malloc((size_t)k * sizeof *cpus) : NULL;
+        if (!cpus) {
+            ok = 0;
+            break;
         }
         for (int i = 0; i < k; i++)
-            sets->cpu[sets->n][i] = (int)v[i];
+            cpus[i] = (int)v[i];
+        sets->cpu[sets->n] = cpus;
         sets->size[sets->n++] = k;
     }
+    free(v);
     free(copy);
+    if (!ok) {
+        free_sets(sets);
+        return -1;
+    }
     return sets->n;
 }
 
@@ -355,12 +379,13 @@ static void print_cpus(const worker *w, int n)
 
 static int cmd_traverse(int argc, char **argv)
 {
-    static cpuset_list sets;
+    cpuset_list sets;
     long long sizes[4096];
     const char *s = opt(argc, argv, "--sets", "0"), *z = opt(argc, argv, "--sizes", NULL);
     int nsizes = z ? parse_list(z, sizes, 4096) : -1;
     if (parse_sets(s, &sets) <= 0 || nsizes <= 0) {
         fprintf(stderr, "ct_probe traverse: need --sets \"0;0,1\" and --sizes B,B,...\n");
+        free_sets(&sets);
         return 2;
     }
     long long min_acc = atoll(opt(argc, argv, "--min-accesses", "4000"));
@@ -395,6 +420,7 @@ static int cmd_traverse(int argc, char **argv)
             fflush(stdout);
             fprintf(stderr, "progress %d %d\n", ++done, total);
         }
+    free_sets(&sets);
     return rc;
 }
 
@@ -437,12 +463,13 @@ static void *copy_thread(void *arg)
 
 static int cmd_copy(int argc, char **argv)
 {
-    static cpuset_list sets;
+    cpuset_list sets;
     const char *s = opt(argc, argv, "--sets", "0");
     long long bytes = 0;
     if (parse_sets(s, &sets) <= 0 || parse_list(opt(argc, argv, "--bytes", "0"), &bytes, 1) != 1
         || bytes < 4096) {
         fprintf(stderr, "ct_probe copy: need --sets \"0;0,1\" and --bytes B\n");
+        free_sets(&sets);
         return 2;
     }
     int reps = atoi(opt(argc, argv, "--reps", "5")), rc = 0;
@@ -470,6 +497,7 @@ static int cmd_copy(int argc, char **argv)
         fflush(stdout);
         fprintf(stderr, "progress %d %d\n", si + 1, sets.n);
     }
+    free_sets(&sets);
     return rc;
 }
 
