@@ -6,8 +6,7 @@ fails says why in its section and the others still run.
 - caches: the traversal curve (`ct_probe traverse`, one core) over growing sizes, on base
   pages and on huge pages, read by `probe_caches.analyze_curve`;
 - sharing: per cache level, every pair of cores traverses arrays of 2/3 of that level at
-  once (of the whole level when its size is where its rise starts); a slowdown over the
-  core alone above 1.5 means the pair shares it;
+  once; a slowdown over the core alone above 1.5 means the pair shares it;
 - memory: copy bandwidth of each core alone, of each pair at once, pairs grouped by
   bandwidth, then the bandwidth of 1, 2, ... cores of each contention group at once;
 - comm: MPI latency of an L1-sized message between every pair of cores (one job), layers
@@ -308,10 +307,10 @@ class Probe:
     def sharing_levels(self) -> list[dict]:
         """The levels to test: measured ones, else (caches part not run or failed) the OS's."""
         if self.doc["caches"]:
-            return [{"level": c["level"], "size_bytes": c["size_bytes"], "source": "measured",
-                     "method": c["method"]} for c in self.doc["caches"]]
-        return [{"level": c["level"], "size_bytes": c["size_bytes"], "source": "os",
-                 "method": "os"} for c in self.doc["os"]["caches"] if c.get("size_bytes")]
+            return [{"level": c["level"], "size_bytes": c["size_bytes"], "source": "measured"}
+                    for c in self.doc["caches"]]
+        return [{"level": c["level"], "size_bytes": c["size_bytes"], "source": "os"}
+                for c in self.doc["os"]["caches"] if c.get("size_bytes")]
 
     def part_sharing(self) -> None:
         if len(self.cores) < 2:
@@ -322,11 +321,7 @@ class Probe:
         pairs = probe_pairs(self.cores, self.s)
         results = []
         for lv in levels:
-            # The paper's 2/3 of the size: one array fits, two overflow. An 'onset' size is
-            # already the last array that still fits (the rise starts after it), often below
-            # the nominal size when other tenants hold part of a shared last level: 2/3 of it
-            # and a pair may still fit, and the sharing is missed.
-            size = int(lv["size_bytes"] * (1 if lv["method"] == "onset" else 2 / 3))
+            size = int(lv["size_bytes"] * 2 / 3)
             size = max(KiB, size - size % KiB)
             alone: dict[int, float] = {}
             together: dict[tuple[int, int], list[float]] = {}

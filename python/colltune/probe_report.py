@@ -137,8 +137,7 @@ def _sharing_html(data, doc: dict) -> str | None:
     if not rows:
         return None
     groups = [[f"L{s['level']}", _groups(s["shared_by"])] for s in doc["sharing"]]
-    return ("<h4>Shared caches</h4><p>Each pair traverses arrays of 2/3 of the level at once (of "
-            "all of it where the size was read at the start of its rise); "
+    return ("<h4>Shared caches</h4><p>Each pair traverses arrays of 2/3 of the level at once; "
             "a ratio over the core alone above 1.5 means the pair shares it.</p>"
             + table(["level", "groups of cores sharing it"], groups)
             + "<details><summary>Every pair</summary>"
