@@ -1,0 +1,476 @@
+#include "model.h"
+
+#include "coll/registry.h"
+#include "colltune.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------ costs */
+
+/* Index of the last point at or below m (0 below the first). */
+static int point_below(const ct_cost_table *c, double m)
+{
+    int lo = 0, hi = c->npoints - 1;
+    if (m <= c->size_bytes[0])
+        return 0;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (c->size_bytes[mid] <= m)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+double ct_cost_at(const ct_cost_table *c, const double *column, double m)
+{
+    int last = c->npoints - 1, i = point_below(c, m);
+    if (m <= c->size_bytes[0])
+        return column[0];
+    if (i == last) /* beyond the measured range: the last point's cost per byte */
+        return c->size_bytes[last] > 0 ? column[last] * m / c->size_bytes[last] : column[last];
+    double x0 = c->size_bytes[i], x1 = c->size_bytes[i + 1];
+    return column[i] + (column[i + 1] - column[i]) * (m - x0) / (x1 - x0);
+}
+
+static int mode_at(const ct_cost_table *c, double m)
+{
+    return c->mode ? c->mode[point_below(c, m)] : CT_MODE_IMMEDIATE;
+}
+
+/* os or g of the k-th pending send (k >= 1), between the measured counts. */
+static double pending_cost(const ct_cost_table *c, const double *plain, const double *rows,
+                           double m, int k)
+{
+    if (c->npending <= 0 || !rows)
+        return ct_cost_at(c, plain, m);
+    const double *cnt = c->pending_counts;
+    if (k <= cnt[0])
+        return ct_cost_at(c, rows, m);
+    int j = 0;
+    while (j + 1 < c->npending && cnt[j + 1] < k)
+        j++;
+    if (j + 1 >= c->npending)
+        return ct_cost_at(c, rows + (size_t)j * (size_t)c->npoints, m);
+    double a = ct_cost_at(c, rows + (size_t)j * (size_t)c->npoints, m);
+    double b = ct_cost_at(c, rows + (size_t)(j + 1) * (size_t)c->npoints, m);
+    return a + (b - a) * (k - cnt[j]) / (cnt[j + 1] - cnt[j]);
+}
+
+static const char *check_table(const ct_cost_table *c)
+{
+    if (!c || c->npoints < 1 || !c->size_bytes || !c->os_us || !c->or_us || !c->g_us ||
+        !c->oneway_us)
+        return "cost table: no points";
+    for (int i = 0; i < c->npoints; i++) {
+        if (i && c->size_bytes[i] <= c->size_bytes[i - 1])
+            return "cost table: sizes do not ascend";
+        if (c->os_us[i] < 0 || c->or_us[i] < 0 || c->g_us[i] < 0 || c->oneway_us[i] < 0)
+            return "cost table: negative cost";
+    }
+    if (c->npending > 0) {
+        if (!c->pending_counts || !c->os_pending_us || !c->g_pending_us)
+            return "cost table: pending counts without their costs";
+        for (int j = 1; j < c->npending; j++)
+            if (c->pending_counts[j] <= c->pending_counts[j - 1])
+                return "cost table: pending counts do not ascend";
+    }
+    if (c->nlocal > 0 && (!c->local_bytes || !c->copy_us || !c->reduce_us))
+        return "cost table: local sizes without their costs";
+    return NULL;
+}
+
+static double local_cost(const ct_cost_table *c, const double *column, double m)
+{
+    if (c->nlocal <= 0 || m <= 0)
+        return 0;
+    /* The local table has its own sizes: a view of it as a cost table. */
+    ct_cost_table view = {.npoints = c->nlocal, .size_bytes = c->local_bytes};
+    return ct_cost_at(&view, column, m);
+}
+
+/* --------------------------------------------------------------- channels */
+
+/* One direction of one pair: its sends and receives, matched in order. */
+typedef struct msg_end {
+    double t;      /* send: its start s; receive: when it was posted */
+    double bytes;
+} msg_end;
+
+typedef struct channel {
+    long long key;
+    msg_end *sends, *recvs;
+    int nsends, nrecvs, cap_sends, cap_recvs;
+} channel;
+
+typedef struct channel_map {
+    channel *slots; /* open addressing; key -1 = empty */
+    size_t cap, used;
+} channel_map;
+
+static size_t hash_key(long long key, size_t cap)
+{
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ULL;
+    return (size_t)(h >> 17) & (cap - 1);
+}
+
+static int map_grow(channel_map *m)
+{
+    size_t ncap = m->cap ? 2 * m->cap : 256;
+    channel *ns = malloc(ncap * sizeof *ns);
+    if (!ns)
+        return -1;
+    for (size_t i = 0; i < ncap; i++)
+        ns[i].key = -1;
+    for (size_t i = 0; i < m->cap; i++) {
+        if (m->slots[i].key < 0)
+            continue;
+        size_t j = hash_key(m->slots[i].key, ncap);
+        while (ns[j].key >= 0)
+            j = (j + 1) & (ncap - 1);
+        ns[j] = m->slots[i];
+    }
+    free(m->slots);
+    m->slots = ns;
+    m->cap = ncap;
+    return 0;
+}
+
+static channel *map_get(channel_map *m, long long key)
+{
+    if (2 * (m->used + 1) > m->cap && map_grow(m))
+        return NULL;
+    size_t j = hash_key(key, m->cap);
+    while (m->slots[j].key >= 0 && m->slots[j].key != key)
+        j = (j + 1) & (m->cap - 1);
+    if (m->slots[j].key < 0) {
+        memset(&m->slots[j], 0, sizeof m->slots[j]);
+        m->slots[j].key = key;
+        m->used++;
+    }
+    return &m->slots[j];
+}
+
+static void map_free(channel_map *m)
+{
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->slots[i].key >= 0) {
+            free(m->slots[i].sends);
+            free(m->slots[i].recvs);
+        }
+    free(m->slots);
+}
+
+static int push_end(msg_end **v, int *n, int *cap, msg_end e)
+{
+    if (*n == *cap) {
+        int ncap = *cap ? 2 * *cap : 4;
+        msg_end *nv = realloc(*v, (size_t)ncap * sizeof *nv);
+        if (!nv)
+            return -1;
+        *v = nv;
+        *cap = ncap;
+    }
+    (*v)[(*n)++] = e;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ replay */
+
+typedef struct posted_op {
+    channel *ch;
+    int index;     /* position in the channel's sends or receives */
+    double g;      /* send: its gap */
+} posted_op;
+
+typedef struct rank_state {
+    int round;     /* current round; nrounds = done */
+    int posted;    /* the current round's operations are posted */
+    double clock;  /* the rank's processor */
+    double link;   /* earliest start of its next send */
+    posted_op *ops;
+    int cap_ops;
+} rank_state;
+
+typedef struct replay {
+    const ct_cost_table *c;
+    int n;
+    ct_sched *const *scheds;
+    double esz;
+    channel_map map;
+    rank_state *st;
+    ct_model_result *res;
+} replay;
+
+static long long pair_key(const replay *R, int from, int to)
+{
+    return (long long)from * R->n + to;
+}
+
+static int post_round(replay *R, int rank)
+{
+    rank_state *s = &R->st[rank];
+    const ct_sched *sc = R->scheds[rank];
+    int first = sc->round_start[s->round], len = ct_sched_round_len(sc, s->round);
+    if (len > s->cap_ops) {
+        posted_op *no = realloc(s->ops, (size_t)len * sizeof *no);
+        if (!no)
+            return -1;
+        s->ops = no;
+        s->cap_ops = len;
+    }
+    int pending = 0;
+    for (int i = 0; i < len; i++) {
+        const ct_op *op = &sc->ops[first + i];
+        posted_op *po = &s->ops[i];
+        po->ch = NULL;
+        if (op->kind != CT_OP_SEND && op->kind != CT_OP_RECV)
+            continue;
+        double bytes = (double)op->a.count * R->esz;
+        int send = op->kind == CT_OP_SEND;
+        channel *ch = map_get(&R->map, send ? pair_key(R, rank, op->peer)
+                                            : pair_key(R, op->peer, rank));
+        if (!ch)
+            return -1;
+        if (send) {
+            pending++;
+            double os = pending_cost(R->c, R->c->os_us, R->c->os_pending_us, bytes, pending);
+            po->g = pending_cost(R->c, R->c->g_us, R->c->g_pending_us, bytes, pending);
+            double start = s->clock > s->link ? s->clock : s->link;
+            s->clock = start + os;
+            s->link = start + po->g;
+            po->index = ch->nsends;
+            if (push_end(&ch->sends, &ch->nsends, &ch->cap_sends,
+                         (msg_end){.t = start, .bytes = bytes}))
+                return -1;
+        } else {
+            po->index = ch->nrecvs;
+            if (push_end(&ch->recvs, &ch->nrecvs, &ch->cap_recvs,
+                         (msg_end){.t = s->clock, .bytes = bytes}))
+                return -1;
+        }
+        po->ch = ch;
+        R->res->messages += send;
+    }
+    s->posted = 1;
+    return 0;
+}
+
+typedef struct arrival {
+    double ready, or_us;
+} arrival;
+
+static int by_ready(const void *a, const void *b)
+{
+    double x = ((const arrival *)a)->ready, y = ((const arrival *)b)->ready;
+    return (x > y) - (x < y);
+}
+
+/* Finishes the rank's current round if every message of it is known: 1 done,
+ * 0 waiting for a peer, -1 error. */
+static int finish_round(replay *R, int rank, arrival *arr)
+{
+    rank_state *s = &R->st[rank];
+    const ct_sched *sc = R->scheds[rank];
+    const ct_cost_table *c = R->c;
+    int first = sc->round_start[s->round], len = ct_sched_round_len(sc, s->round);
+    int narr = 0;
+    double end = s->clock;
+    for (int i = 0; i < len; i++) {
+        const ct_op *op = &sc->ops[first + i];
+        const posted_op *po = &s->ops[i];
+        if (!po->ch)
+            continue;
+        if (op->kind == CT_OP_SEND) {
+            const msg_end *se = &po->ch->sends[po->index];
+            double done;
+            if (mode_at(c, se->bytes) == CT_MODE_RENDEZVOUS) {
+                if (po->index >= po->ch->nrecvs)
+                    return 0;
+                double rp = po->ch->recvs[po->index].t;
+                done = (se->t > rp ? se->t : rp) + ct_cost_at(c, c->oneway_us, se->bytes);
+            } else {
+                done = se->t + po->g;
+            }
+            if (done > end)
+                end = done;
+        } else {
+            if (po->index >= po->ch->nsends)
+                return 0;
+            const msg_end *se = &po->ch->sends[po->index];
+            double start = se->t, m = se->bytes;
+            if (mode_at(c, m) == CT_MODE_RENDEZVOUS && po->ch->recvs[po->index].t > start)
+                start = po->ch->recvs[po->index].t;
+            double orr = ct_cost_at(c, c->or_us, m);
+            arr[narr++] = (arrival){.ready = start + ct_cost_at(c, c->oneway_us, m) - orr,
+                                    .or_us = orr};
+        }
+    }
+    qsort(arr, (size_t)narr, sizeof *arr, by_ready);
+    double clock = s->clock;
+    for (int i = 0; i < narr; i++)
+        clock = (arr[i].ready > clock ? arr[i].ready : clock) + arr[i].or_us;
+    if (clock > end)
+        end = clock;
+    for (int i = 0; i < len; i++) {
+        const ct_op *op = &sc->ops[first + i];
+        double m = (double)op->a.count * R->esz;
+        if (op->kind == CT_OP_COPY)
+            end += local_cost(c, c->copy_us, m);
+        else if (op->kind == CT_OP_REDUCE)
+            end += local_cost(c, c->reduce_us, m);
+    }
+    s->clock = end;
+    s->round++;
+    s->posted = 0;
+    return 1;
+}
+
+int ct_model_run(const ct_cost_table *costs, int n, ct_sched *const *scheds, size_t elem_size,
+                 ct_model_result *res)
+{
+    res->total_us = 0;
+    res->messages = 0;
+    res->error[0] = 0;
+    const char *bad = check_table(costs);
+    if (bad || n < 1) {
+        snprintf(res->error, sizeof res->error, "%s", bad ? bad : "no rank");
+        return -1;
+    }
+    replay R = {.c = costs, .n = n, .scheds = scheds, .esz = (double)elem_size, .res = res};
+    R.st = calloc((size_t)n, sizeof *R.st);
+    int maxlen = 1;
+    for (int r = 0; r < n; r++)
+        for (int k = 0; k < scheds[r]->nrounds; k++)
+            if (ct_sched_round_len(scheds[r], k) > maxlen)
+                maxlen = ct_sched_round_len(scheds[r], k);
+    arrival *arr = malloc((size_t)maxlen * sizeof *arr);
+    int rc = 0, left = n;
+    if (!R.st || !arr) {
+        rc = -1;
+        snprintf(res->error, sizeof res->error, "out of memory");
+        goto out;
+    }
+    for (int r = 0; r < n; r++)
+        if (scheds[r]->nrounds == 0)
+            left--;
+    while (left > 0) {
+        int progress = 0;
+        for (int r = 0; r < n; r++) {
+            rank_state *s = &R.st[r];
+            while (s->round < scheds[r]->nrounds) {
+                if (!s->posted && post_round(&R, r)) {
+                    rc = -1;
+                    snprintf(res->error, sizeof res->error, "out of memory");
+                    goto out;
+                }
+                int f = finish_round(&R, r, arr);
+                if (f <= 0)
+                    break;
+                progress = 1;
+                if (s->round == scheds[r]->nrounds)
+                    left--;
+            }
+        }
+        if (!progress) {
+            for (int r = 0; r < n; r++)
+                if (R.st[r].round < scheds[r]->nrounds) {
+                    snprintf(res->error, sizeof res->error,
+                             "rank %d waits forever in round %d (a message is never sent or "
+                             "never received)", r, R.st[r].round);
+                    break;
+                }
+            rc = -1;
+            goto out;
+        }
+    }
+    for (int r = 0; r < n; r++) {
+        if (res->rank_us)
+            res->rank_us[r] = R.st[r].clock;
+        if (R.st[r].clock > res->total_us)
+            res->total_us = R.st[r].clock;
+    }
+out:
+    if (R.st)
+        for (int r = 0; r < n; r++)
+            free(R.st[r].ops);
+    free(R.st);
+    free(arr);
+    map_free(&R.map);
+    return rc;
+}
+
+int ct_model_predict(const ct_cost_table *costs, const char *alg, const ct_params *p,
+                     ct_model_result *res)
+{
+    int n = p->size;
+    res->error[0] = 0;
+    if (n < 1) {
+        snprintf(res->error, sizeof res->error, "no rank");
+        return -1;
+    }
+    ct_sched *s = calloc((size_t)n, sizeof *s);
+    ct_sched **ps = malloc((size_t)n * sizeof *ps);
+    int rc = 0;
+    if (!s || !ps) {
+        snprintf(res->error, sizeof res->error, "out of memory");
+        rc = -1;
+        goto out;
+    }
+    for (int r = 0; r < n; r++) {
+        ct_params q = *p;
+        q.rank = r;
+        ct_sched_init(&s[r]);
+        ps[r] = &s[r];
+        if (ct_sched_generate(alg, &q, &s[r])) {
+            snprintf(res->error, sizeof res->error,
+                     "algorithm '%s' generated no schedule for rank %d of %d", alg, r, n);
+            rc = -1;
+            goto out;
+        }
+    }
+    rc = ct_model_run(costs, n, ps, p->type_size, res);
+out:
+    if (s)
+        for (int r = 0; r < n; r++)
+            ct_sched_free(&s[r]);
+    free(s);
+    free(ps);
+    return rc;
+}
+
+int ct_model_predict_named(const ct_cost_table *costs, const char *op, const char *alg, int n,
+                           int root, long long count, int type_size, long long segsize_bytes,
+                           int radix, double *total_us, double *rank_us, char *err, int errlen)
+{
+    ct_model_result res = {.rank_us = rank_us};
+    int coll = ct_coll_from_name(op);
+    int rc = -1;
+    if (coll < 0)
+        snprintf(res.error, sizeof res.error, "unknown operation '%s'", op);
+    else if (n < 1 || root < 0 || root >= n || count < 0 || type_size < 1)
+        snprintf(res.error, sizeof res.error, "bad call: %d ranks, root %d, count %lld", n,
+                 root, count);
+    else {
+        const ct_registry_entry *e = ct_registry_find((ct_coll)coll, alg);
+        if (e && segsize_bytes < 0) /* the algorithm's default, as the library runs it */
+            segsize_bytes = e->info.default_segsize;
+        if (e && !(e->info.flags & CT_ALG_SEGMENTABLE))
+            segsize_bytes = 0;
+        ct_params p = {.coll = coll, .size = n, .root = root, .count = (size_t)count,
+                       .type_size = (size_t)type_size, .radix = radix > 1 ? radix : 4,
+                       .commutative = 1,
+                       .segcount = segsize_bytes > 0
+                                       ? ct_segcount_for(segsize_bytes, (size_t)type_size)
+                                       : 0};
+        rc = ct_model_predict(costs, alg, &p, &res);
+    }
+    *total_us = res.total_us;
+    if (err && errlen > 0)
+        snprintf(err, (size_t)errlen, "%s", res.error);
+    return rc;
+}

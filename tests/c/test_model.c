@@ -1,0 +1,218 @@
+/*
+ * The schedule model against closed forms, without MPI. With constant costs
+ * (os = 1, or = 1, g = 2, T = 10 us, immediate sends) the replay of the
+ * generators' schedules must give exactly what one derives by hand:
+ *   flat tree, k segments to N-1 children: the root starts a send every g,
+ *     the last one at (k(N-1) - 1) g, and it lands T later;
+ *   binomial tree, N = 2^d, one segment, largest subtree first: d T;
+ *   chain of N ranks, k segments: (N-1) T for the first segment to reach the
+ *     end, then one segment every g: (N-1) T + (k-1) g;
+ * plus hand-built schedules for the rendezvous rule (data moves once the
+ * receive is posted), growing costs with pending sends, the local table, and
+ * a schedule that can never finish.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "colltune.h"
+#include "model/model.h"
+
+static int failures;
+
+#define CHECK_NEAR(got, want, what, ...)                                                      \
+    do {                                                                                      \
+        double got_ = (got), want_ = (want);                                                  \
+        if (fabs(got_ - want_) > 1e-9 * (1 + fabs(want_))) {                                  \
+            failures++;                                                                       \
+            printf("FAIL " what ": got %.6f, want %.6f\n", __VA_ARGS__, got_, want_);         \
+        }                                                                                     \
+    } while (0)
+
+enum { NPTS = 4 };
+static const double sizes[NPTS] = {1, 1024, 1 << 20, 16 << 20};
+static double os[NPTS], orr[NPTS], gap[NPTS], oneway[NPTS];
+static int modes[NPTS];
+
+static ct_cost_table constant_table(double o_s, double o_r, double g, double t, int mode)
+{
+    for (int i = 0; i < NPTS; i++) {
+        os[i] = o_s;
+        orr[i] = o_r;
+        gap[i] = g;
+        oneway[i] = t;
+        modes[i] = mode;
+    }
+    return (ct_cost_table){.npoints = NPTS, .size_bytes = sizes, .os_us = os, .or_us = orr,
+                           .g_us = gap, .oneway_us = oneway, .mode = modes};
+}
+
+static double predict(const ct_cost_table *c, int coll, const char *alg, int n, size_t count,
+                      size_t segcount)
+{
+    ct_params p = {.coll = coll, .size = n, .root = 0, .count = count, .type_size = 1,
+                   .segcount = segcount, .radix = 2, .commutative = 1};
+    ct_model_result res = {0};
+    if (ct_model_predict(c, alg, &p, &res)) {
+        failures++;
+        printf("FAIL %s N=%d: %s\n", alg, n, res.error);
+        return -1;
+    }
+    return res.total_us;
+}
+
+static void closed_forms(void)
+{
+    const double o_s = 1, g = 2, t = 10;
+    ct_cost_table c = constant_table(o_s, 1, g, t, CT_MODE_IMMEDIATE);
+    const int ns[] = {2, 3, 5, 8, 13, 16};
+    const size_t ks[] = {1, 3, 8};
+    for (size_t a = 0; a < sizeof ns / sizeof *ns; a++)
+        for (size_t b = 0; b < sizeof ks / sizeof *ks; b++) {
+            int n = ns[a];
+            size_t k = ks[b], seg = 100;
+            double flat = predict(&c, CT_BCAST, "linear", n, k * seg, seg);
+            CHECK_NEAR(flat, (double)(k * (size_t)(n - 1) - 1) * g + t, "flat N=%d k=%zu", n,
+                       k);
+            double chain = predict(&c, CT_BCAST, "chain", n, k * seg, seg);
+            CHECK_NEAR(chain, (n - 1) * t + (double)(k - 1) * g, "chain N=%d k=%zu", n, k);
+        }
+    for (int d = 0; d <= 6; d++) {
+        int n = 1 << d;
+        double bin = predict(&c, CT_BCAST, "binomial", n, 4096, 0);
+        CHECK_NEAR(bin, d * t, "binomial N=%d", n);
+    }
+}
+
+/* Rank 1 first hears from rank 2, and only then posts its receive from rank 0.
+ * Immediate: rank 0's data waits at rank 1, which finishes at T + or.
+ * Rendezvous: the data leaves rank 0 when rank 1 posts, at T: done at 2T. */
+static void rendezvous_waits_for_the_receive(void)
+{
+    const double t = 10, o_r = 1;
+    ct_sched s[3], *ps[3] = {&s[0], &s[1], &s[2]};
+    for (int i = 0; i < 3; i++)
+        ct_sched_init(&s[i]);
+    ct_sched_round(&s[0]);
+    ct_sched_send(&s[0], 1, CT_BUF_SRC, 0, 4096);
+    ct_sched_round(&s[2]);
+    ct_sched_send(&s[2], 1, CT_BUF_SRC, 0, 8);
+    ct_sched_round(&s[1]);
+    ct_sched_recv(&s[1], 2, CT_BUF_DST, 0, 8);
+    ct_sched_round(&s[1]);
+    ct_sched_recv(&s[1], 0, CT_BUF_DST, 0, 4096);
+    double ranks[3];
+    ct_model_result res = {.rank_us = ranks};
+    ct_cost_table c = constant_table(0.5, o_r, 2, t, CT_MODE_IMMEDIATE);
+    if (ct_model_run(&c, 3, ps, 1, &res))
+        printf("FAIL rendezvous setup: %s\n", res.error), failures++;
+    CHECK_NEAR(ranks[1], t + o_r, "immediate: rank %d", 1);
+    c = constant_table(0.5, o_r, 2, t, CT_MODE_RENDEZVOUS);
+    if (ct_model_run(&c, 3, ps, 1, &res))
+        printf("FAIL rendezvous: %s\n", res.error), failures++;
+    CHECK_NEAR(ranks[1], 2 * t, "rendezvous: rank %d", 1);
+    CHECK_NEAR(ranks[0], 2 * t, "rendezvous: the sender waits too, rank %d", 0);
+    CHECK_NEAR(res.total_us, 2 * t, "rendezvous total%s", "");
+    for (int i = 0; i < 3; i++)
+        ct_sched_free(&s[i]);
+}
+
+/* os grows with pending sends: 1, 2, 3 us for the first three (counts 1 and 4
+ * measured at 1 and 4 us), the gap (0.5) never limits. Flat bcast to 3
+ * children: sends start at 0, 1, 3; the last lands at 3 + T. */
+static void pending_sends_cost_more(void)
+{
+    const double t = 10;
+    ct_cost_table c = constant_table(1, 1, 0.5, t, CT_MODE_IMMEDIATE);
+    static const double counts[2] = {1, 4};
+    static double osp[2 * NPTS], gp[2 * NPTS];
+    for (int i = 0; i < NPTS; i++) {
+        osp[i] = 1;
+        osp[NPTS + i] = 4;
+        gp[i] = gp[NPTS + i] = 0.5;
+    }
+    c.npending = 2;
+    c.pending_counts = counts;
+    c.os_pending_us = osp;
+    c.g_pending_us = gp;
+    CHECK_NEAR(predict(&c, CT_BCAST, "linear", 4, 64, 0), 3 + t, "pending%s", "");
+}
+
+/* The local table: a copy of m bytes costs m / 1000 us. Linear reduce to the
+ * root of 2 ranks: whatever the root copies and reduces, the total is the
+ * message plus those local costs; checked against the same schedule replayed
+ * with free local operations plus their count. */
+static void local_operations_are_costed(void)
+{
+    ct_cost_table c = constant_table(1, 1, 2, 10, CT_MODE_IMMEDIATE);
+    static const double lb[2] = {1000, 1000000}, cu[2] = {1, 1000}, ru[2] = {2, 2000};
+    double free_total = predict(&c, CT_REDUCE, "linear", 2, 8000, 0);
+    c.nlocal = 2;
+    c.local_bytes = lb;
+    c.copy_us = cu;
+    c.reduce_us = ru;
+    double costed = predict(&c, CT_REDUCE, "linear", 2, 8000, 0);
+    /* At the root: one reduce of 8000 bytes (16 us), plus a copy of 8000 (8 us) when its
+     * schedule copies its own contribution first. */
+    ct_params p = {.coll = CT_REDUCE, .size = 2, .rank = 0, .root = 0, .count = 8000,
+                   .type_size = 1, .radix = 2, .commutative = 1};
+    ct_sched s;
+    ct_sched_init(&s);
+    ct_sched_generate("linear", &p, &s);
+    double want = free_total;
+    for (int i = 0; i < s.nops; i++)
+        want += s.ops[i].kind == CT_OP_COPY     ? 8
+                : s.ops[i].kind == CT_OP_REDUCE ? 16
+                                                : 0;
+    ct_sched_free(&s);
+    CHECK_NEAR(costed, want, "local costs%s", "");
+}
+
+static void interpolation(void)
+{
+    ct_cost_table c = constant_table(1, 1, 2, 10, CT_MODE_IMMEDIATE);
+    static double col[NPTS] = {1, 2, 1026, 16386};
+    CHECK_NEAR(ct_cost_at(&c, col, 0), 1, "below the first point%s", "");
+    CHECK_NEAR(ct_cost_at(&c, col, 512.5), 1.5, "between points%s", "");
+    CHECK_NEAR(ct_cost_at(&c, col, 32 << 20), 2 * 16386, "per byte beyond%s", "");
+}
+
+static void never_finishes(void)
+{
+    ct_sched s[2], *ps[2] = {&s[0], &s[1]};
+    ct_sched_init(&s[0]);
+    ct_sched_init(&s[1]);
+    ct_sched_round(&s[0]);
+    ct_sched_recv(&s[0], 1, CT_BUF_DST, 0, 8);
+    ct_cost_table c = constant_table(1, 1, 2, 10, CT_MODE_IMMEDIATE);
+    ct_model_result res = {0};
+    if (ct_model_run(&c, 2, ps, 1, &res) != -1 || !strstr(res.error, "rank 0 waits forever")) {
+        failures++;
+        printf("FAIL a receive nobody answers: '%s'\n", res.error);
+    }
+    ct_cost_table bad = c;
+    static const double unsorted[NPTS] = {1, 1 << 20, 1024, 16 << 20};
+    bad.size_bytes = unsorted;
+    if (ct_model_run(&bad, 2, ps, 1, &res) != -1 || !strstr(res.error, "ascend")) {
+        failures++;
+        printf("FAIL unsorted sizes accepted: '%s'\n", res.error);
+    }
+    ct_sched_free(&s[0]);
+    ct_sched_free(&s[1]);
+}
+
+int main(void)
+{
+    closed_forms();
+    rendezvous_waits_for_the_receive();
+    pending_sends_cost_more();
+    local_operations_are_costed();
+    interpolation();
+    never_finishes();
+    if (failures) {
+        printf("%d model check(s) failed\n", failures);
+        return 1;
+    }
+    printf("model: all closed forms hold\n");
+    return 0;
+}
