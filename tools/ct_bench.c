@@ -31,6 +31,8 @@ typedef struct bench_args {
     ct_coll coll;
     char algs[1024];
     long long min_size, max_size, segsize;
+    long long segsizes[32]; /* --segsizes: each segmentable algorithm once per size */
+    int nsegsizes;
     int iters, warmup, root, check, progress, radix;
     const char *json, *binding;
 } bench_args;
@@ -43,7 +45,7 @@ static void usage(void)
         fprintf(stderr,
                 "usage: ct_bench --op bcast|reduce|allreduce|scatter|gather|allgather|alltoall|"
                 "barrier\n  [--algs a,b,...|all] [--min B] [--max B] [--iters N] [--warmup N] "
-                "[--segsize B]\n  [--radix K] [--root R] [--check] [--progress] "
+                "[--segsize B]\n  [--segsizes B,B,...] [--radix K] [--root R] [--check] [--progress] "
                 "[--binding LABEL] [--json FILE]\n");
 }
 
@@ -82,6 +84,19 @@ static int parse(int argc, char **argv, bench_args *a)
             a->warmup = atoi(v);
         else if (!strcmp(k, "--segsize"))
             a->segsize = atoll(v);
+        else if (!strcmp(k, "--segsizes")) {
+            char *end = (char *)v;
+            a->nsegsizes = 0;
+            while (*end && a->nsegsizes < 32) {
+                long long x = strtoll(end, &end, 10);
+                if (x <= 0 || (*end && *end != ','))
+                    return -1;
+                a->segsizes[a->nsegsizes++] = x;
+                end += *end == ',';
+            }
+            if (a->nsegsizes == 0 || *end)
+                return -1;
+        }
         else if (!strcmp(k, "--radix"))
             a->radix = atoi(v);
         else if (!strcmp(k, "--root"))
@@ -364,14 +379,27 @@ int main(int argc, char **argv)
     for (long long s = first_size; s <= last_size; s = s ? s * 2 : 1)
         nsizes++;
     int step = 0, failed = 0;
-    for (int ai = 0; ai < nalgs; ai++) {
+    if (a.nsegsizes == 0) {
+        a.segsizes[0] = a.segsize;
+        a.nsegsizes = 1;
+    }
+    int nvariants = 0;
+    for (int ai = 0; ai < nalgs; ai++)
+        nvariants += (ct_algorithm_find(a.coll, names[ai])->flags & CT_ALG_SEGMENTABLE)
+                         ? a.nsegsizes
+                         : 1;
+    for (int ai = 0; ai < nalgs; ai++)
+    for (int si = 0; si < a.nsegsizes; si++) {
         ct_options o;
         ct_options_init(&o);
         o.algorithm = names[ai];
         const ct_algorithm_info *info = ct_algorithm_find(a.coll, names[ai]);
-        if (a.segsize > 0 && (info->flags & CT_ALG_SEGMENTABLE)) {
+        int segmentable = (info->flags & CT_ALG_SEGMENTABLE) != 0;
+        if (si > 0 && !segmentable)
+            continue; /* one row set is enough for an algorithm that does not segment */
+        if (a.segsizes[si] > 0 && segmentable) {
             o.has_segsize = 1;
-            o.segsize = a.segsize;
+            o.segsize = a.segsizes[si];
         }
         o.radix = a.radix;
         long long seg_used = o.has_segsize ? o.segsize : info->default_segsize;
@@ -433,7 +461,7 @@ int main(int argc, char **argv)
                    : barrier                ? "  CHECK FAILED: A RANK LEFT THE BARRIER EARLY"
                                             : "  RESULT DIFFERS FROM NATIVE");
             if (a.progress)
-                fprintf(stderr, "progress %d %d\n", step + 1, nalgs * nsizes);
+                fprintf(stderr, "progress %d %d\n", step + 1, nvariants * nsizes);
             if (jf) {
                 fprintf(jf,
                         "{\"algorithm\":\"%s\",\"segsize\":%lld,\"size\":%lld,\"count\":%d,"

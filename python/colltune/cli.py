@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__, commands, probe, store_cli
+from . import __version__, commands, model, probe, store_cli, validate
 from .store import sigterm_as_interrupt
 
 
@@ -23,6 +23,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     commands.register(sub)
     probe.register(sub)
+    model.register(sub)
+    validate.register(sub)
     store_cli.register(sub)
     return parser
 

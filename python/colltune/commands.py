@@ -159,6 +159,8 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
                    "--binding", build.binding_label(args.ranks, not args.no_bind)]
         if args.segsize:
             program += ["--segsize", str(args.segsize)]
+        if getattr(args, "segsizes", None):  # each segmentable algorithm once per size
+            program += ["--segsizes", ",".join(str(s) for s in args.segsizes)]
         if not args.no_check:
             program.append("--check")
         cmd = build.launch_command(args.ranks, program, bind=not args.no_bind)
