@@ -1,0 +1,105 @@
+"""The model from Python: `colltune predict` against closed forms on synthetic costs
+(os 1, or 1, g 2, T 10 us at every size: tests/python/fixtures/p2p_synthetic.json), its
+errors, and `colltune validate-model` end to end (structure, never timings)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from colltune.validate import segment_sizes, summarize
+
+SYNTHETIC = Path(__file__).parent / "fixtures" / "p2p_synthetic.json"
+G, T = 2.0, 10.0
+
+
+@pytest.fixture()
+def env(tmp_path, child_env) -> dict:
+    return child_env(COLLTUNE_DB=str(tmp_path / "ct.db"))
+
+
+def colltune(*args, env, cwd=None, timeout=300):
+    return subprocess.run([sys.executable, "-m", "colltune.cli", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def predict(env, *args) -> dict:
+    p = colltune("predict", "--p2p", str(SYNTHETIC), "--json", *args, env=env)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("n", [2, 3, 7, 16])
+@pytest.mark.parametrize("k", [1, 4])
+def test_predict_matches_closed_forms(env, n, k):
+    seg = 1000
+    flat = predict(env, "--op", "bcast", "--alg", "linear", "--size", str(k * seg),
+                   "--segsize", str(seg), "--ranks", str(n))
+    assert flat["predicted_us"] == pytest.approx((k * (n - 1) - 1) * G + T)
+    chain = predict(env, "--op", "bcast", "--alg", "chain", "--size", str(k * seg),
+                    "--segsize", str(seg), "--ranks", str(n))
+    assert chain["predicted_us"] == pytest.approx((n - 1) * T + (k - 1) * G)
+    assert len(chain["per_rank_us"]) == n and max(chain["per_rank_us"]) == chain["predicted_us"]
+
+
+def test_predict_binomial_and_barrier(env):
+    for d in range(1, 5):
+        r = predict(env, "--op", "bcast", "--alg", "binomial", "--size", "64K",
+                    "--segsize", "0", "--ranks", str(2 ** d))
+        assert r["predicted_us"] == pytest.approx(d * T)
+    # Dissemination: ceil(log2 N) rounds of one message each way.
+    r = predict(env, "--op", "barrier", "--alg", "dissemination", "--ranks", "13")
+    assert r["predicted_us"] == pytest.approx(4 * T)
+
+
+def test_predict_errors_are_clear(env, tmp_path):
+    p = colltune("predict", "--p2p", str(SYNTHETIC), "--op", "bcast", "--alg", "nope",
+                 "--size", "8", "--ranks", "4", env=env)
+    assert p.returncode == 2 and "unknown bcast algorithm 'nope'" in p.stderr
+    assert "binomial" in p.stderr
+    p = colltune("predict", "--p2p", str(tmp_path / "none.json"), "--op", "bcast", "--alg",
+                 "linear", "--size", "8", "--ranks", "4", env=env)
+    assert p.returncode == 2 and "not found" in p.stderr
+    p = colltune("predict", "--p2p", str(SYNTHETIC), "--layer", "7", "--op", "bcast", "--alg",
+                 "linear", "--size", "8", "--ranks", "4", env=env)
+    assert p.returncode == 2 and "no layer 7" in p.stderr
+    p = colltune("predict", "--p2p", str(SYNTHETIC), "--op", "scatter", "--alg", "linear",
+                 "--ranks", "4", env=env)
+    assert p.returncode == 2 and "--size" in p.stderr
+
+
+def test_summary_ratio_and_ranking():
+    rows = [{"algorithm": "a", "segsize": 1024, "measured_us": 10.0, "predicted_us": 5.0},
+            {"algorithm": "a", "segsize": 2048, "measured_us": 8.0, "predicted_us": 6.0},
+            {"algorithm": "b", "segsize": 1024, "measured_us": 4.0, "predicted_us": 9.0},
+            {"algorithm": "b", "segsize": 2048, "measured_us": 5.0, "predicted_us": 3.0}]
+    s = summarize(rows, ["a", "b"])
+    assert s["algorithms"]["a"]["ratio"] == pytest.approx(10 / 8)
+    assert s["algorithms"]["a"]["predicted_best_segsize"] == 1024
+    assert s["algorithms"]["b"]["ratio"] == pytest.approx(5 / 4)
+    assert s["measured_ranking"] == ["b", "a"] and s["predicted_ranking"] == ["b", "a"]
+    assert s["same_ranking"]
+    assert segment_sizes(128 * 1024) == [1024 << i for i in range(8)]
+    assert segment_sizes(3000) == [1024, 2048, 3000]
+
+
+def test_validate_model_end_to_end(env, tmp_path):
+    p = colltune("validate-model", "--p2p", str(SYNTHETIC), "--ranks", "3", "--size", "4K",
+                 "--iters", "3", "--plots", str(tmp_path / "plots"), "-o",
+                 str(tmp_path / "v.json"), env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads((tmp_path / "v.json").read_text())
+    assert doc["complete"] and [c["op"] for c in doc["cases"]] == ["bcast", "scatter"]
+    for case in doc["cases"]:
+        algs = {r["algorithm"] for r in case["rows"]}
+        assert algs == {"linear", "chain", "binary", "binomial"}
+        assert {r["segsize"] for r in case["rows"]} == {1024, 2048, 4096}
+        assert all(r["measured_us"] > 0 and r["predicted_us"] > 0 for r in case["rows"])
+        assert set(case["summary"]["algorithms"]) == algs
+        for path in case["plots"]:
+            assert Path(path).stat().st_size > 1000
+    assert "ratio" in p.stdout and "ranking measured" in p.stdout
+    assert "recorded as run" in p.stdout
