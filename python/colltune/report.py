@@ -191,7 +191,7 @@ def load_report_data(store: Store, run_ids: list[int]) -> ReportData:
     groups: dict[tuple, OpGroup] = {}
     for run in runs:
         for bench in run["benches"]:
-            if bench["op"] == "probe":  # the machine section shows it
+            if bench["op"] in SPECIAL_BENCHES:  # shown by their own sections
                 continue
             key = (bench["op"], bench.get("ranks"), bench.get("datatype"))
             group = groups.setdefault(key, OpGroup(len(groups) + 1, *key))
@@ -297,12 +297,19 @@ def _mpi_html(run: dict) -> str:
     return text
 
 
-from .probe_report import machine_section  # noqa: E402  (imports report lazily)
+from .model_report import (  # noqa: E402  (they import report lazily)
+    SPECIAL_BENCHES,
+    p2p_section,
+    validation_section,
+)
+from .probe_report import machine_section  # noqa: E402
 
 REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     _runs_section,
     _environment_section,
     machine_section,
+    p2p_section,
+    validation_section,
 ]
 
 

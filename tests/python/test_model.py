@@ -103,3 +103,9 @@ def test_validate_model_end_to_end(env, tmp_path):
             assert Path(path).stat().st_size > 1000
     assert "ratio" in p.stdout and "ranking measured" in p.stdout
     assert "recorded as run" in p.stdout
+    run_id = p.stdout.split("recorded as run ")[1].split()[0]
+    r = colltune("report", run_id, "-o", str(tmp_path / "r.html"), env=env, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "Model: measured vs predicted" in html and html.count("<figure") == 2
+    assert "bcast, 4 KiB, 3 ranks" in html

@@ -1,0 +1,143 @@
+"""The report's point-to-point and model sections: the os/or/g/one-way curves of a
+`colltune p2p` run (stored as its 'p2p' bench) and the measured-vs-predicted plots of a
+`colltune validate-model` run (its 'validate-model' bench). Every value goes through esc()."""
+
+from __future__ import annotations
+
+# Benches that are not an operation's latencies: the report shows them in these sections.
+SPECIAL_BENCHES = ("probe", "p2p", "validate-model")
+
+
+def p2p_section(data):
+    from .report import Section, esc
+
+    parts = []
+    for run in data.runs:
+        for bench in run.get("benches", []):
+            doc = bench.get("p2p") if bench.get("op") == "p2p" else None
+            if isinstance(doc, dict):
+                parts.append(f"<h3>Point-to-point costs of run {esc(run['id'])}</h3>"
+                             + _p2p_html(data, doc))
+    if not parts:
+        return None
+    return Section("p2p", "Point-to-point costs (measured)", "\n".join(parts))
+
+
+def _p2p_html(data, doc: dict) -> str:
+    from .probe_report import _figure
+    from .report import esc, fmt_size, table
+
+    mpi = doc.get("mpi") or {}
+    out = [f"<p>{esc(mpi.get('implementation'))} {esc(mpi.get('version'))}; "
+           "os: time of MPI_Isend; or: a receive of data already there; g: the gap between "
+           "consecutive sends; one-way: half a ping-pong (docs/P2P.md).</p>"]
+    for layer in doc.get("layers") or []:
+        switches = [f"{s['from']} → {s['to']} at {fmt_size(s['at_bytes'])}"
+                    for s in layer.get("switches") or []]
+        pair = layer.get("pair")
+        out.append(f"<h4>Layer {esc(layer.get('layer'))}"
+                   f"{' (cores ' + esc('-'.join(map(str, pair))) + ')' if pair else ''}</h4>")
+        out.append(f"<p>Protocol switches: {esc('; '.join(switches) or 'none found')}</p>")
+        points = layer.get("points") or []
+        if points:
+            out.append(_figure(data, _p2p_svg(points), "os, or, g and the one-way time by "
+                               "message size, with the send mode."))
+            rows = [[fmt_size(p["size_bytes"]), p["os_us"], p["or_us"], p["g_us"],
+                     p["oneway_us"], p["mode"]] for p in points]
+            out.append("<details><summary>Every size</summary>"
+                       + table(["size", "os (µs)", "or (µs)", "g (µs)", "one-way (µs)", "mode"],
+                               rows) + "</details>")
+    return "\n".join(out)
+
+
+def _p2p_svg(points: list[dict]) -> str:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from .report import _PLOT_LOCK, _RC, _svg
+
+    sizes = [max(1, p["size_bytes"]) for p in points]
+    with _PLOT_LOCK, matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(7.5, 4))
+        ax = fig.add_subplot()
+        for key, label in (("os_us", "os"), ("or_us", "or"), ("g_us", "g"),
+                           ("oneway_us", "one-way")):
+            ax.plot(sizes, [p[key] for p in points], marker=".", label=label)
+        rendezvous = [s for s, p in zip(sizes, points, strict=True) if p["mode"] == "rendezvous"]
+        if rendezvous:
+            ax.axvspan(min(rendezvous), max(rendezvous), color="0.9", zorder=0,
+                       label="rendezvous")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel("µs")
+        ax.legend(fontsize=8)
+        return _svg(fig, "point-to-point costs")
+
+
+def validation_section(data):
+    from .report import Section, esc
+
+    parts = []
+    for run in data.runs:
+        for bench in run.get("benches", []):
+            doc = bench.get("validation") if bench.get("op") == "validate-model" else None
+            if isinstance(doc, dict):
+                parts.append(f"<h3>Model validation of run {esc(run['id'])}</h3>"
+                             + _validation_html(data, doc))
+    if not parts:
+        return None
+    return Section("model", "Model: measured vs predicted", "\n".join(parts))
+
+
+def _validation_html(data, doc: dict) -> str:
+    from .probe_report import _figure
+    from .report import esc, fmt_size, table
+
+    out = [f"<p>Segment sizes {esc(', '.join(fmt_size(s) for s in doc.get('segsizes', [])))}; "
+           f"costs from {esc(doc.get('p2p'))} (layer {esc(doc.get('layer'))}). Ratio: the "
+           "measured time at the segment size the model picks over the best measured time "
+           "(1 is perfect).</p>"]
+    if not doc.get("complete"):
+        out.append("<p class='warn'>This validation did not finish: the cases below are "
+                   "those it measured.</p>")
+    for case in doc.get("cases") or []:
+        s = case["summary"]
+        out.append(f"<h4>{esc(case['op'])}, {esc(fmt_size(case['size_bytes']))}, "
+                   f"{esc(case['ranks'])} ranks</h4>")
+        rows = [[alg, a["measured_best_us"], fmt_size(a["measured_best_segsize"]),
+                 fmt_size(a["predicted_best_segsize"]), a["measured_at_predicted_us"],
+                 a["ratio"]] for alg, a in s["algorithms"].items()]
+        out.append(table(["algorithm", "best measured (µs)", "at", "model picks",
+                          "measured there (µs)", "ratio"], rows))
+        out.append(f"<p>Ranking measured: {esc(', '.join(s['measured_ranking']))}; predicted: "
+                   f"{esc(', '.join(s['predicted_ranking']))} "
+                   f"({'the same' if s['same_ranking'] else 'different'}).</p>")
+        out.append(_figure(data, _validation_svg(case),
+                           f"{case['op']} at {case['ranks']} ranks: measured (solid) and "
+                           "predicted (dashed) time by segment size."))
+    return "\n".join(out)
+
+
+def _validation_svg(case: dict) -> str:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from .report import _PLOT_LOCK, _RC, _svg
+
+    with _PLOT_LOCK, matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(7.5, 4))
+        ax = fig.add_subplot()
+        for i, alg in enumerate(case["summary"]["algorithms"]):
+            rows = [r for r in case["rows"] if r["algorithm"] == alg]
+            segs = [r["segsize"] for r in rows]
+            ax.plot(segs, [r["measured_us"] for r in rows], "o-", color=f"C{i}",
+                    label=f"{alg} measured")
+            ax.plot(segs, [r["predicted_us"] for r in rows], "--", color=f"C{i}",
+                    label=f"{alg} predicted")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("segment size (bytes)")
+        ax.set_ylabel("µs")
+        ax.legend(fontsize=7, ncol=2)
+        return _svg(fig, "measured vs predicted")
