@@ -4,6 +4,8 @@
 # in .whl/deb/ when the machine has no hwloc, colltune built against MPICH in build/mpich.
 #   bench/device.sh OUTDIR probe [PROBE-ARGS...]    the full machine probe
 #   bench/device.sh OUTDIR study [NRANKS [LABEL:OP ...]]   bench/study.sh, resumable
+#   bench/device.sh OUTDIR model [MPI ...]          colltune p2p then validate-model, per MPI
+#                                                   (default mpich openmpi): OUTDIR/model.tgz
 # OUTDIR receives few files (the device tool brings back at most 8): the probe's machine
 # file, XML, log and machine description; the study's log and one study.tgz, rewritten after
 # every run so that a cut-off call keeps what finished. The study's own directory is
@@ -37,26 +39,49 @@ if ! pkg-config --exists hwloc 2>/dev/null || [ -n "${DEVICE_FORCE_DEB:-}" ]; th
     fi
 fi
 
+build_mpi() { # name: its venv from the wheel, colltune built against it in build/NAME
+    local name=$1
+    if [ ! -x ".mpi/$name/bin/mpicc" ]; then
+        python3 -m venv ".mpi/$name"
+        ".mpi/$name/bin/pip" install -q --no-index .whl/"$name"-*.whl
+    fi
+    if [ ! -f "build/$name/CMakeCache.txt" ]; then
+        cmake -S . -B "build/$name" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+            -DMPI_C_COMPILER="$root/.mpi/$name/bin/mpicc" \
+            -DMPIEXEC_EXECUTABLE="$root/.mpi/$name/bin/mpiexec"
+    fi
+    cmake --build "build/$name" -j "$(nproc)"
+}
+colltune() { # the machine's own python3 has matplotlib; colltune runs from the source tree
+    PYTHONPATH=python "${PYTHON:-python3}" -m colltune.cli "$@"
+}
+
 case $part in
+model)
+    work=${MODEL_DIR:-/tmp/colltune-device-model}
+    mkdir -p "$work"
+    { date -u; uname -a; lscpu; } >"$work/machine.txt" 2>&1
+    mpis=("$@")
+    [ ${#mpis[@]} -gt 0 ] || mpis=(mpich openmpi)
+    for mpi in "${mpis[@]}"; do
+        build_mpi "$mpi" >"$work/build-$mpi.log" 2>&1
+        log "p2p with $mpi"
+        COLLTUNE_MPI=$mpi colltune p2p -o "$work/p2p-$mpi.json" 2>&1 \
+            | grep -v '\[#*\.*\]' | tee "$work/p2p-$mpi.log"
+        log "validate-model with $mpi"
+        COLLTUNE_MPI=$mpi colltune validate-model --p2p "$work/p2p-$mpi.json" \
+            -o "$work/validate-$mpi.json" --plots "$work/plots-$mpi" 2>&1 \
+            | grep -v '\[#*\.*\]' | tee "$work/validate-$mpi.log"
+        tar czf "$out/model.tgz" -C "$work" .
+    done
+    ;;
 probe)
-    if [ ! -x .mpi/mpich/bin/mpicc ]; then
-        python3 -m venv .mpi/mpich
-        .mpi/mpich/bin/pip install -q --no-index .whl/mpich-*.whl
-    fi
-    if [ ! -f build/mpich/CMakeCache.txt ]; then
-        cmake -S . -B build/mpich -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-            -DMPI_C_COMPILER="$root/.mpi/mpich/bin/mpicc" \
-            -DMPIEXEC_EXECUTABLE="$root/.mpi/mpich/bin/mpiexec" >"$out/probe.log"
-    fi
-    cmake --build build/mpich -j "$(nproc)" >>"$out/probe.log"
+    build_mpi mpich >"$out/probe.log"
     { date -u; uname -a; lscpu; } >"$out/probe-machine.txt" 2>&1
     log "probe: colltune probe $*"
-    # The machine's own python3 has matplotlib; colltune runs from the source tree.
     start=$(date +%s)
     set +e
-    PYTHONPATH=python COLLTUNE_MPI=mpich "${PYTHON:-python3}" -c \
-        'import sys; from colltune.cli import main; sys.exit(main(sys.argv[1:]))' \
-        probe -o "$out/device-machine.json" --xml "$out/device-machine.xml" "$@" \
+    COLLTUNE_MPI=mpich colltune probe -o "$out/device-machine.json" --xml "$out/device-machine.xml" "$@" \
         2>&1 | tee -a "$out/probe.log"
     rc=${PIPESTATUS[0]}
     set -e
@@ -67,7 +92,7 @@ study)
         2>&1 | tee -a "$out/study.log"
     ;;
 *)
-    echo "unknown part '$part' (probe or study)" >&2
+    echo "unknown part '$part' (probe, study or model)" >&2
     exit 2
     ;;
 esac
