@@ -65,12 +65,17 @@ void ct_workspace_free(ct_workspace *w)
     memset(w, 0, sizeof *w);
 }
 
-int ct_exec(const ct_sched *s, const ct_exec_ctx *c, ct_workspace *w)
+int ct_exec_begin(ct_exec_run *x, const ct_sched *s, const ct_exec_ctx *c, ct_workspace *w)
 {
-    void *bases[CT_MAX_BUFS] = {c->src, c->dst};
     size_t total = 0, offs[CT_MAX_BUFS];
-    int rc = MPI_SUCCESS, maxlen = 0;
-
+    int maxlen = 0;
+    memset(x, 0, sizeof *x);
+    x->s = s;
+    x->c = c;
+    x->w = w;
+    x->nreq = -1;
+    x->bases[CT_BUF_SRC] = c->src;
+    x->bases[CT_BUF_DST] = c->dst;
     for (int b = CT_BUF_TMP0; b < s->nbufs; b++) {
         size_t n = s->buf_count[b];
         size_t bytes = n ? (size_t)((MPI_Aint)(n - 1) * c->extent + c->true_extent) : 0;
@@ -85,7 +90,7 @@ int ct_exec(const ct_sched *s, const ct_exec_ctx *c, ct_workspace *w)
         w->slab_len = total;
     }
     for (int b = CT_BUF_TMP0; b < s->nbufs; b++)
-        bases[b] = w->slab + offs[b] - c->true_lb;
+        x->bases[b] = w->slab + offs[b] - c->true_lb;
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].a.count > INT_MAX)
             return MPI_ERR_COUNT; /* more than one MPI call can carry; checked before any message */
@@ -99,33 +104,84 @@ int ct_exec(const ct_sched *s, const ct_exec_ctx *c, ct_workspace *w)
         w->reqs = reqs;
         w->nreqs = maxlen;
     }
-    MPI_Request *reqs = w->reqs;
+    return MPI_SUCCESS;
+}
 
-    for (int r = 0; r < s->nrounds && rc == MPI_SUCCESS; r++) {
-        int first = s->round_start[r], len = ct_sched_round_len(s, r), nreq = 0;
-        for (int i = first; i < first + len && rc == MPI_SUCCESS; i++) {
-            const ct_op *o = &s->ops[i];
-            if (o->kind == CT_OP_SEND)
-                rc = MPI_Isend(region(bases, c, &o->a), (int)o->a.count, c->datatype, o->peer,
-                               c->tag, c->comm, &reqs[nreq++]);
-            else if (o->kind == CT_OP_RECV)
-                rc = MPI_Irecv(region(bases, c, &o->a), (int)o->a.count, c->datatype, o->peer,
-                               c->tag, c->comm, &reqs[nreq++]);
-        }
-        if (nreq) {
-            int wrc = MPI_Waitall(nreq, reqs, MPI_STATUSES_IGNORE);
-            if (rc == MPI_SUCCESS)
-                rc = wrc;
-        }
-        for (int i = first; i < first + len && rc == MPI_SUCCESS; i++) {
-            const ct_op *o = &s->ops[i];
-            if (o->kind == CT_OP_REDUCE)
-                rc = MPI_Reduce_local(region(bases, c, &o->a), region(bases, c, &o->b),
-                                      (int)o->a.count, c->datatype, c->op);
-            else if (o->kind == CT_OP_COPY)
-                rc = local_copy(c, region(bases, c, &o->a), region(bases, c, &o->b),
-                                o->a.count, &w->scratch, &w->scratch_len);
-        }
+static int post_round(ct_exec_run *x)
+{
+    const ct_sched *s = x->s;
+    const ct_exec_ctx *c = x->c;
+    int first = s->round_start[x->round], len = ct_sched_round_len(s, x->round), rc = MPI_SUCCESS;
+    x->nreq = 0;
+    for (int i = first; i < first + len && rc == MPI_SUCCESS; i++) {
+        const ct_op *o = &s->ops[i];
+        if (o->kind == CT_OP_SEND)
+            rc = MPI_Isend(region(x->bases, c, &o->a), (int)o->a.count, c->datatype, o->peer,
+                           c->tag, c->comm, &x->w->reqs[x->nreq++]);
+        else if (o->kind == CT_OP_RECV)
+            rc = MPI_Irecv(region(x->bases, c, &o->a), (int)o->a.count, c->datatype, o->peer,
+                           c->tag, c->comm, &x->w->reqs[x->nreq++]);
     }
     return rc;
+}
+
+/* The round's messages are done: its local operations, then the next round. */
+static int end_round(ct_exec_run *x)
+{
+    const ct_sched *s = x->s;
+    const ct_exec_ctx *c = x->c;
+    int first = s->round_start[x->round], len = ct_sched_round_len(s, x->round), rc = MPI_SUCCESS;
+    for (int i = first; i < first + len && rc == MPI_SUCCESS; i++) {
+        const ct_op *o = &s->ops[i];
+        if (o->kind == CT_OP_REDUCE)
+            rc = MPI_Reduce_local(region(x->bases, c, &o->a), region(x->bases, c, &o->b),
+                                  (int)o->a.count, c->datatype, c->op);
+        else if (o->kind == CT_OP_COPY)
+            rc = local_copy(c, region(x->bases, c, &o->a), region(x->bases, c, &o->b),
+                            o->a.count, &x->w->scratch, &x->w->scratch_len);
+    }
+    x->round++;
+    x->nreq = -1;
+    return rc;
+}
+
+int ct_exec_step(ct_exec_run *x, int *done)
+{
+    while (x->rc == MPI_SUCCESS && x->round < x->s->nrounds) {
+        if (x->nreq < 0 && (x->rc = post_round(x)) != MPI_SUCCESS)
+            break;
+        if (x->nreq > 0) {
+            int flag = 0;
+            if ((x->rc = MPI_Testall(x->nreq, x->w->reqs, &flag, MPI_STATUSES_IGNORE)) !=
+                MPI_SUCCESS)
+                break;
+            if (!flag) {
+                *done = 0;
+                return MPI_SUCCESS;
+            }
+        }
+        x->rc = end_round(x);
+    }
+    *done = 1;
+    return x->rc;
+}
+
+int ct_exec_finish(ct_exec_run *x)
+{
+    while (x->rc == MPI_SUCCESS && x->round < x->s->nrounds) {
+        if (x->nreq < 0 && (x->rc = post_round(x)) != MPI_SUCCESS)
+            break;
+        if (x->nreq > 0 &&
+            (x->rc = MPI_Waitall(x->nreq, x->w->reqs, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
+            break;
+        x->rc = end_round(x);
+    }
+    return x->rc;
+}
+
+int ct_exec(const ct_sched *s, const ct_exec_ctx *c, ct_workspace *w)
+{
+    ct_exec_run x;
+    int rc = ct_exec_begin(&x, s, c, w);
+    return rc == MPI_SUCCESS ? ct_exec_finish(&x) : rc;
 }

@@ -37,4 +37,24 @@ void ct_workspace_free(ct_workspace *w);
 /* Runs s to completion. Returns MPI_SUCCESS or the first MPI error. */
 int ct_exec(const ct_sched *s, const ct_exec_ctx *ctx, ct_workspace *w);
 
+/* The same in steps, for the non-blocking collectives: begin lays out the
+ * temporaries (two schedules with the same buffer table get the same layout
+ * from the same workspace, so the parts of a split schedule share them);
+ * step posts and tests without blocking and moves through every round that
+ * has completed (*done = 1 at the end); finish blocks until the end. The
+ * schedule, context and workspace must outlive the run. */
+typedef struct ct_exec_run {
+    const ct_sched *s;
+    const ct_exec_ctx *c;
+    ct_workspace *w;
+    void *bases[CT_MAX_BUFS];
+    int round;
+    int nreq;   /* requests of the current round; -1: not posted yet */
+    int rc;
+} ct_exec_run;
+
+int ct_exec_begin(ct_exec_run *x, const ct_sched *s, const ct_exec_ctx *ctx, ct_workspace *w);
+int ct_exec_step(ct_exec_run *x, int *done);
+int ct_exec_finish(ct_exec_run *x);
+
 #endif
