@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__, commands, model, probe, store_cli, validate
+from . import __version__, commands, model, probe, splittree, store_cli, validate
 from .store import sigterm_as_interrupt
 
 
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.register(sub)
     probe.register(sub)
     model.register(sub)
+    splittree.register(sub)
     validate.register(sub)
     store_cli.register(sub)
     return parser
