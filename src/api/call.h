@@ -18,6 +18,7 @@ typedef struct ct_call {
     MPI_Op op;              /* reduce / allreduce */
     int root;               /* rooted operations */
     MPI_Comm comm;
+    MPI_Request *request;   /* non-NULL: the non-blocking form (MPI_Ibcast, ...) */
 } ct_call;
 
 /*
@@ -32,7 +33,8 @@ typedef struct ct_call {
 int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
                 const char **ran);
 
-/* The MPI library's own collective for c (through PMPI). */
+/* The MPI library's own collective for c (through PMPI): the non-blocking one
+ * when c->request is set. */
 int ct_call_native(const ct_call *c);
 
 #endif

@@ -13,6 +13,7 @@
 #include "../sched/exec.h"
 #include "call.h"
 #include "colltune.h"
+#include "job.h"
 
 void ct_options_init(ct_options *opts)
 {
@@ -74,25 +75,33 @@ static int raise_error(MPI_Comm comm, int errclass, const char *fmt, ...)
     return raise_message(comm, errclass, msg);
 }
 
-/* ---- Per-communicator state --------------------------------------------- */
+int ct_raise_error(MPI_Comm comm, int errclass, const char *fmt, ...)
+{
+    char msg[MPI_MAX_ERROR_STRING];
+    va_list ap;
+    va_start(ap, fmt);
+    format_message(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return raise_message(comm, errclass, msg);
+}
 
-/* Cache key of the last schedule: a collective repeated with the same shape
- * (the common case in loops) reuses its schedule instead of regenerating. */
-typedef struct sched_key {
-    const ct_registry_entry *alg;
-    ct_params params;
-} sched_key;
+void ct_job_free(ct_job *job)
+{
+    ct_sched_free(&job->sched);
+    ct_workspace_free(&job->work);
+    free(job->pack_src);
+    free(job->pack_dst);
+    job->pack_src = job->pack_dst = NULL;
+    job->pack_src_len = job->pack_dst_len = 0;
+    job->have_key = 0;
+}
+
+/* ---- Per-communicator state --------------------------------------------- */
 
 typedef struct comm_state {
     MPI_Comm priv;      /* private duplicate: our messages never meet the app's */
     unsigned seq;       /* calls so far, for tags */
-    ct_sched sched;
-    ct_workspace work;  /* the executor's memory, kept between calls */
-    sched_key key;
-    int have_key;
-    /* Packed copies for non-contiguous types of the data-movement collectives. */
-    void *pack_src, *pack_dst;
-    size_t pack_src_len, pack_dst_len;
+    ct_job job;         /* the blocking calls' job, its memory and schedule kept */
 } comm_state;
 
 static int state_keyval = MPI_KEYVAL_INVALID;
@@ -104,10 +113,7 @@ static int state_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     comm_state *st = attr;
     if (st->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&st->priv);
-    ct_sched_free(&st->sched);
-    ct_workspace_free(&st->work);
-    free(st->pack_src);
-    free(st->pack_dst);
+    ct_job_free(&st->job);
     free(st);
     return MPI_SUCCESS;
 }
@@ -129,7 +135,7 @@ static int get_state(MPI_Comm comm, comm_state **out)
     if (!flag) {
         if (!(st = calloc(1, sizeof *st)))
             return MPI_ERR_NO_MEM;
-        ct_sched_init(&st->sched);
+        ct_sched_init(&st->job.sched);
         if ((rc = PMPI_Comm_dup(comm, &st->priv)) != MPI_SUCCESS ||
             (rc = PMPI_Comm_set_attr(comm, state_keyval, st)) != MPI_SUCCESS) {
             if (st->priv != MPI_COMM_NULL)
@@ -280,8 +286,41 @@ static int check_args(const ct_call *c, int rank, int size, int inter, int *comm
 
 /* ---- Native ------------------------------------------------------------- */
 
+static int call_native_nb(const ct_call *c)
+{
+    MPI_Request *r = c->request;
+    switch (c->coll) {
+    case CT_BCAST:
+        return PMPI_Ibcast(c->recvbuf, c->recvcount, c->recvtype, c->root, c->comm, r);
+    case CT_REDUCE:
+        return PMPI_Ireduce(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype, c->op, c->root,
+                            c->comm, r);
+    case CT_ALLREDUCE:
+        return PMPI_Iallreduce(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype, c->op,
+                               c->comm, r);
+    case CT_SCATTER:
+        return PMPI_Iscatter(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
+                             c->recvtype, c->root, c->comm, r);
+    case CT_GATHER:
+        return PMPI_Igather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
+                            c->recvtype, c->root, c->comm, r);
+    case CT_ALLGATHER:
+        return PMPI_Iallgather(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                               c->recvcount, c->recvtype, c->comm, r);
+    case CT_ALLTOALL:
+        return PMPI_Ialltoall(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, c->recvcount,
+                              c->recvtype, c->comm, r);
+    case CT_BARRIER:
+        return PMPI_Ibarrier(c->comm, r);
+    default:
+        return MPI_ERR_INTERN;
+    }
+}
+
 int ct_call_native(const ct_call *c)
 {
+    if (c->request)
+        return call_native_nb(c);
     switch (c->coll) {
     case CT_BCAST:
         return PMPI_Bcast(c->recvbuf, c->recvcount, c->recvtype, c->root, c->comm);
@@ -360,7 +399,7 @@ static int unpack(const void *from, size_t bytes, void *to, long long count, MPI
 }
 
 /* The input as bytes: the user's buffer itself when dense, else packed. */
-static int src_view(comm_state *st, const void *buf, long long count, MPI_Datatype t,
+static int src_view(ct_job *st, const void *buf, long long count, MPI_Datatype t,
                     size_t bytes, void **view)
 {
     int d, rc;
@@ -378,7 +417,7 @@ static int src_view(comm_state *st, const void *buf, long long count, MPI_Dataty
 
 /* The output as bytes: the user's buffer when dense (*unpack_after = 0), else
  * a packed buffer to unpack into the user's when the schedule is done. */
-static int dst_view(comm_state *st, void *buf, MPI_Datatype t, size_t bytes, void **view,
+static int dst_view(ct_job *st, void *buf, MPI_Datatype t, size_t bytes, void **view,
                     int *unpack_after)
 {
     int d, rc;
@@ -397,23 +436,27 @@ static int dst_view(comm_state *st, void *buf, MPI_Datatype t, size_t bytes, voi
 
 /* ---- Running a schedule ------------------------------------------------- */
 
-static int run_schedule(comm_state *st, const ct_registry_entry *e, const ct_params *p,
-                        ct_exec_ctx *x)
+/* The schedule of the call, from the job's cache when the same shape ran last,
+ * and the private communicator and tag it runs with. */
+static int prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry *e,
+                            const ct_params *p)
 {
-    sched_key key;
+    ct_params key;
     memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
-    key.alg = e;
-    memcpy(&key.params, p, sizeof *p);
-    if (!st->have_key || memcmp(&key, &st->key, sizeof key) != 0) {
-        st->have_key = 0;
-        if (ct_sched_generate(e->info.name, p, &st->sched))
+    memcpy(&key, p, sizeof *p);
+    if (!job->have_key || job->key_alg != e || memcmp(&key, &job->key_params, sizeof key)) {
+        job->have_key = 0;
+        if (ct_sched_generate(e->info.name, p, &job->sched))
             return MPI_ERR_INTERN; /* out of memory, or a generator refusing its parameters */
-        memcpy(&st->key, &key, sizeof key);
-        st->have_key = 1;
+        job->key_alg = e;
+        memcpy(&job->key_params, &key, sizeof key);
+        job->have_key = 1;
     }
-    x->comm = st->priv;
-    x->tag = (int)(st->seq++ & 0x7fff);
-    return ct_exec(&st->sched, x, &st->work);
+    job->alg = e;
+    job->params = *p;
+    job->x.comm = st->priv;
+    job->x.tag = (int)(st->seq++ & 0x7fff);
+    return MPI_SUCCESS;
 }
 
 static void byte_ctx(ct_exec_ctx *x)
@@ -428,7 +471,8 @@ static void byte_ctx(ct_exec_ctx *x)
 }
 
 /* Scatter, gather, allgather, alltoall: blocks of bytes. */
-static int run_movement(const ct_call *c, comm_state *st, ct_params *p, const ct_registry_entry *e)
+static int setup_movement(const ct_call *c, comm_state *cs, ct_job *st, ct_params *p,
+                          const ct_registry_entry *e)
 {
     int rank = p->rank, n = p->size, root = rank == c->root, rc, ssize = 0, rsize = 0;
     int send, recv;
@@ -439,7 +483,8 @@ static int run_movement(const ct_call *c, comm_state *st, ct_params *p, const ct
         return rc;
     size_t block = recv ? (size_t)c->recvcount * (size_t)rsize
                         : (size_t)c->sendcount * (size_t)ssize;
-    if (block == 0)
+    st->empty = block == 0;
+    if (st->empty)
         return MPI_SUCCESS;
     size_t all = block * (size_t)n;
     ct_exec_ctx x;
@@ -504,23 +549,33 @@ static int run_movement(const ct_call *c, comm_state *st, ct_params *p, const ct
     default:
         return MPI_ERR_INTERN;
     }
-    if ((rc = run_schedule(st, e, p, &x)) != MPI_SUCCESS)
-        return rc;
-    if (unpack_after)
-        rc = unpack(x.dst, out_count == c->recvcount ? block : all, c->recvbuf, out_count,
-                    c->recvtype);
-    return rc;
+    st->x = x;
+    st->unpack_after = unpack_after;
+    st->unpack_to = c->recvbuf;
+    st->unpack_count = out_count;
+    st->unpack_type = c->recvtype;
+    st->unpack_bytes = out_count == c->recvcount ? block : all;
+    return prepare_schedule(cs, st, e, p);
+}
+
+int ct_job_finish(ct_job *job)
+{
+    if (job->empty || !job->unpack_after)
+        return MPI_SUCCESS;
+    return unpack(job->x.dst, job->unpack_bytes, job->unpack_to, job->unpack_count,
+                  job->unpack_type);
 }
 
 /* ---- The common path ---------------------------------------------------- */
 
-int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
-                const char **ran)
+int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reject,
+                    ct_job *job, int *go, const char **ran)
 {
     const char *cname = ct_coll_name(c->coll);
     int size, rank, inter, rc, commutative = 1;
     reject why;
     *ran = "native";
+    *go = 0;
     if (c->comm == MPI_COMM_NULL) {
         if (native_on_reject)
             return ct_call_native(c);
@@ -551,7 +606,6 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
         return native_on_reject ? ct_call_native(c) : raise_message(c->comm, why.cls, why.msg);
     if ((e->info.flags & CT_ALG_NATIVE) || inter)
         return ct_call_native(c); /* inter-communicators are MPI's business */
-    *ran = e->info.name;
 
     ct_params p;
     memset(&p, 0, sizeof p);
@@ -564,44 +618,74 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
     long long seg = (opts && opts->has_segsize) ? opts->segsize : e->info.default_segsize;
     int seg_ok = (e->info.flags & CT_ALG_SEGMENTABLE) != 0;
 
-    ct_exec_ctx x;
     comm_state *st = NULL;
+    ct_exec_ctx x;
     if (c->coll == CT_BCAST || c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE) {
         memset(&x, 0, sizeof x);
         if ((rc = ct_exec_describe_type(&x, c->recvtype)) != MPI_SUCCESS)
             return native_on_reject ? ct_call_native(c)
                                     : raise_error(c->comm, rc, "%s: invalid datatype", cname);
-        if (c->recvcount == 0 || x.type_size == 0)
-            return MPI_SUCCESS;
-        if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
-            return raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
-        p.count = (size_t)c->recvcount;
-        p.type_size = x.type_size;
-        p.segcount = seg_ok ? ct_segcount_for(seg, x.type_size) : 0;
-        p.in_place = c->sendbuf == MPI_IN_PLACE && (c->coll == CT_ALLREDUCE || rank == c->root);
-        x.src = p.in_place ? c->recvbuf : (void *)c->sendbuf;
-        x.dst = c->recvbuf;
-        x.op = c->op;
-        rc = run_schedule(st, e, &p, &x);
+    }
+    if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
+        return raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
+    if (!job)
+        job = &st->job;
+    job->empty = 0;
+    job->unpack_after = 0;
+    *ran = e->info.name;
+    if (c->coll == CT_BCAST || c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE) {
+        job->empty = c->recvcount == 0 || x.type_size == 0;
+        if (!job->empty) {
+            p.count = (size_t)c->recvcount;
+            p.type_size = x.type_size;
+            p.segcount = seg_ok ? ct_segcount_for(seg, x.type_size) : 0;
+            p.in_place =
+                c->sendbuf == MPI_IN_PLACE && (c->coll == CT_ALLREDUCE || rank == c->root);
+            x.src = p.in_place ? c->recvbuf : (void *)c->sendbuf;
+            x.dst = c->recvbuf;
+            x.op = c->op;
+            job->x = x;
+            rc = prepare_schedule(st, job, e, &p);
+        }
     } else if (c->coll == CT_BARRIER) {
-        if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
-            return raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
         static char nothing; /* zero-byte messages still want a buffer address */
-        byte_ctx(&x);
-        x.src = x.dst = &nothing;
-        rc = run_schedule(st, e, &p, &x);
+        byte_ctx(&job->x);
+        job->x.src = job->x.dst = &nothing;
+        rc = prepare_schedule(st, job, e, &p);
     } else {
-        if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
-            return raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
         p.type_size = 1;
         p.segcount = seg_ok ? ct_segcount_for(seg, 1) : 0;
-        rc = run_movement(c, st, &p, e);
+        rc = setup_movement(c, st, job, &p, e);
     }
     if (rc != MPI_SUCCESS)
         return raise_error(c->comm, rc, "%s/%s: failed (%s)", cname, e->info.name,
                            rc == MPI_ERR_NO_MEM  ? "out of memory"
                            : rc == MPI_ERR_INTERN ? "no schedule could be generated"
                                                   : "MPI error");
+    *go = 1;
+    return MPI_SUCCESS;
+}
+
+int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
+                const char **ran)
+{
+    int go, rc;
+    comm_state *st;
+    rc = ct_call_prepare(c, opts, native_on_reject, NULL, &go, ran);
+    if (!go)
+        return rc;
+    if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
+        return rc;
+    ct_job *job = &st->job;
+    if (!job->empty) {
+        rc = ct_exec(&job->sched, &job->x, &job->work);
+        if (rc == MPI_SUCCESS)
+            rc = ct_job_finish(job);
+    }
+    if (rc != MPI_SUCCESS)
+        return raise_error(c->comm, rc, "%s/%s: failed (%s)", ct_coll_name(c->coll),
+                           job->alg->info.name,
+                           rc == MPI_ERR_NO_MEM ? "out of memory" : "MPI error");
     return MPI_SUCCESS;
 }
 
@@ -616,21 +700,21 @@ static int run_public(const ct_call *c, const ct_options *opts)
 int ct_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
              const ct_options *opts)
 {
-    ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm};
+    ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm, NULL};
     return run_public(&c, opts);
 }
 
 int ct_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               int root, MPI_Comm comm, const ct_options *opts)
 {
-    ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm};
+    ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm, NULL};
     return run_public(&c, opts);
 }
 
 int ct_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                  MPI_Op op, MPI_Comm comm, const ct_options *opts)
 {
-    ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm};
+    ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, NULL};
     return run_public(&c, opts);
 }
 
@@ -639,7 +723,7 @@ int ct_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
                const ct_options *opts)
 {
     ct_call c = {CT_SCATTER, sendbuf,  sendcount,   sendtype, recvbuf,
-                 recvcount,  recvtype, MPI_OP_NULL, root,     comm};
+                 recvcount,  recvtype, MPI_OP_NULL, root,     comm, NULL};
     return run_public(&c, opts);
 }
 
@@ -648,7 +732,7 @@ int ct_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *r
               const ct_options *opts)
 {
     ct_call c = {CT_GATHER, sendbuf,  sendcount,   sendtype, recvbuf,
-                 recvcount, recvtype, MPI_OP_NULL, root,     comm};
+                 recvcount, recvtype, MPI_OP_NULL, root,     comm, NULL};
     return run_public(&c, opts);
 }
 
@@ -656,7 +740,7 @@ int ct_allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts)
 {
     ct_call c = {CT_ALLGATHER, sendbuf,  sendcount,   sendtype, recvbuf,
-                 recvcount,    recvtype, MPI_OP_NULL, 0,        comm};
+                 recvcount,    recvtype, MPI_OP_NULL, 0,        comm, NULL};
     return run_public(&c, opts);
 }
 
@@ -664,13 +748,13 @@ int ct_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts)
 {
     ct_call c = {CT_ALLTOALL, sendbuf,  sendcount,   sendtype, recvbuf,
-                 recvcount,   recvtype, MPI_OP_NULL, 0,        comm};
+                 recvcount,   recvtype, MPI_OP_NULL, 0,        comm, NULL};
     return run_public(&c, opts);
 }
 
 int ct_barrier(MPI_Comm comm, const ct_options *opts)
 {
     ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
-                 MPI_OP_NULL, 0,    comm};
+                 MPI_OP_NULL, 0,    comm, NULL};
     return run_public(&c, opts);
 }

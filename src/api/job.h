@@ -1,0 +1,53 @@
+/*
+ * A prepared collective call: its schedule, executor context and memory, and
+ * what to unpack into the caller's buffer at the end. A blocking call uses the
+ * communicator's job (reused from call to call); a non-blocking call owns one
+ * for as long as it is in flight. Internal to colltune.
+ */
+#ifndef CT_API_JOB_H
+#define CT_API_JOB_H
+
+#include "../coll/registry.h"
+#include "../sched/exec.h"
+#include "call.h"
+
+typedef struct ct_job {
+    ct_sched sched;
+    ct_exec_ctx x;
+    ct_workspace work;
+    ct_params params;
+    const ct_registry_entry *alg;
+    int empty;              /* nothing to move (zero bytes): done at once */
+    /* Non-contiguous types of the data-movement collectives go through these. */
+    void *pack_src, *pack_dst;
+    size_t pack_src_len, pack_dst_len;
+    int unpack_after;       /* x.dst (unpack_bytes) goes into unpack_to at the end */
+    void *unpack_to;
+    long long unpack_count;
+    MPI_Datatype unpack_type;
+    size_t unpack_bytes;
+    /* The schedule cache of a communicator's reused job. */
+    int have_key;
+    const ct_registry_entry *key_alg;
+    ct_params key_params;
+} ct_job;
+
+/* Checks c and prepares *job for it (a fresh job: zero it first and init its
+ * schedule). Returns MPI_SUCCESS with *go = 1 when colltune runs the call; with
+ * *go = 0 the call is over (native MPI ran it, or it was refused) and the
+ * return value is its result; for a non-blocking call (c->request) the native
+ * path leaves *c->request set. */
+int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reject,
+                    ct_job *job, int *go, const char **ran);
+
+/* After the schedule ran: the unpack into the caller's buffer. */
+int ct_job_finish(ct_job *job);
+
+/* Frees what a job owns (not the job itself). */
+void ct_job_free(ct_job *job);
+
+/* Raises an MPI error with colltune's message on comm (as the blocking calls
+ * do), returning the code. */
+int ct_raise_error(MPI_Comm comm, int errclass, const char *fmt, ...);
+
+#endif
