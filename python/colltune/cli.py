@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__, commands, probe, store_cli
+from . import __version__, commands, p2p, probe, store_cli
 from .store import sigterm_as_interrupt
 
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     commands.register(sub)
     probe.register(sub)
+    p2p.register(sub)
     store_cli.register(sub)
     return parser
 
