@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__, commands, model, probe, splittree, store_cli, validate
+from . import __version__, commands, model, p2p, probe, splittree, store_cli, validate
 from .store import sigterm_as_interrupt
 
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     commands.register(sub)
     probe.register(sub)
+    p2p.register(sub)
     model.register(sub)
     splittree.register(sub)
     validate.register(sub)

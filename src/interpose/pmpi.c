@@ -226,21 +226,21 @@ static int intercept(const ct_call *c)
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm};
+    ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm, NULL};
     return intercept(&c);
 }
 
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm)
 {
-    ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm};
+    ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm, NULL};
     return intercept(&c);
 }
 
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
                   MPI_Op op, MPI_Comm comm)
 {
-    ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm};
+    ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, NULL};
     return intercept(&c);
 }
 
@@ -248,7 +248,7 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     ct_call c = {CT_SCATTER, sendbuf,  sendcount,   sendtype, recvbuf,
-                 recvcount,  recvtype, MPI_OP_NULL, root,     comm};
+                 recvcount,  recvtype, MPI_OP_NULL, root,     comm, NULL};
     return intercept(&c);
 }
 
@@ -256,7 +256,7 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     ct_call c = {CT_GATHER, sendbuf,  sendcount,   sendtype, recvbuf,
-                 recvcount, recvtype, MPI_OP_NULL, root,     comm};
+                 recvcount, recvtype, MPI_OP_NULL, root,     comm, NULL};
     return intercept(&c);
 }
 
@@ -264,7 +264,7 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     ct_call c = {CT_ALLGATHER, sendbuf,  sendcount,   sendtype, recvbuf,
-                 recvcount,    recvtype, MPI_OP_NULL, 0,        comm};
+                 recvcount,    recvtype, MPI_OP_NULL, 0,        comm, NULL};
     return intercept(&c);
 }
 
@@ -272,13 +272,13 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     ct_call c = {CT_ALLTOALL, sendbuf,  sendcount,   sendtype, recvbuf,
-                 recvcount,   recvtype, MPI_OP_NULL, 0,        comm};
+                 recvcount,   recvtype, MPI_OP_NULL, 0,        comm, NULL};
     return intercept(&c);
 }
 
 int MPI_Barrier(MPI_Comm comm)
 {
     ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
-                 MPI_OP_NULL, 0,    comm};
+                 MPI_OP_NULL, 0,    comm, NULL};
     return intercept(&c);
 }

@@ -1,0 +1,597 @@
+/*
+ * ct_p2p: point-to-point costs of one MPI between two ranks, as the collective models need
+ * them (the models paper, section 3.3; docs/P2P.md): send overhead os(m), receive overhead
+ * or(m), gap g(m), one-way time, the Isend mode (blocking, immediate, rendezvous), os and g
+ * with k Isends pending, and rank 0's local copy and reduction costs.
+ *
+ *   mpiexec -n 2 ct_p2p [--cores A,B] [--sizes 1,64,4K,1M | --min B --max B --per-octave N]
+ *                       [--iters N] [--pending 1,2,4,8,16] [--quick]
+ *
+ * Rank 0 sends, rank 1 receives. Rank 0 prints JSON Lines on stdout: first a header
+ * {"ranks":[...],"binder":...,"library":...,"sizes":[...],"pending":[...]}, then one object
+ * per size. "progress DONE TOTAL" lines go to stderr. Bad arguments or a size other than 2
+ * ranks: a message and exit status 2.
+ */
+
+#include <mpi.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "topo.h"
+
+#define MAX_SIZES 1024
+#define MAX_PENDING 64
+#define MAX_ITERS 100000
+#define G_BATCH 8 /* sends per gap sample: long enough to reach the steady state */
+#define MODE_SAMPLES 5
+#define TAG_DATA 1
+#define TAG_DONE 2
+
+static int rank;
+
+struct opts {
+    long sizes[MAX_SIZES];
+    int nsizes;
+    int pending[MAX_PENDING];
+    int npending;
+    int cores[2];
+    int have_cores;
+    int iters; /* for small messages; fewer for large ones (iters_for) */
+    int quick;
+};
+
+/* Everything rank 0 knows about one size, printed as one JSON line. */
+struct point {
+    long size;
+    int iters;
+    double os, isw, orr, g, oneway, late, delay, copy, reduce;
+    const char *mode;
+    double os_pending[MAX_PENDING], g_pending[MAX_PENDING];
+};
+
+static char **sbuf, **rbuf; /* nbufs page-aligned buffers of the largest size each */
+static int nbufs;
+static char *local_dst;
+static double *red_in, *red_inout;
+static double *samples, *samples2;
+
+static int fail_usage(const char *fmt, const char *what)
+{
+    if (rank == 0) {
+        fprintf(stderr, "ct_p2p: ");
+        fprintf(stderr, fmt, what);
+        fprintf(stderr, "\nusage: mpiexec -n 2 ct_p2p [--cores A,B] [--sizes LIST | --min B "
+                        "--max B --per-octave N] [--iters N] [--pending LIST] [--quick]\n");
+    }
+    return 2;
+}
+
+/* "4096", "4K", "16M": bytes (K and M are KiB and MiB). -1 if it is not one. */
+static long parse_size(const char *s, const char **end)
+{
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (e == s || errno || v < 0)
+        return -1;
+    if (*e == 'K' || *e == 'k')
+        v *= 1024, e++;
+    else if (*e == 'M' || *e == 'm')
+        v *= 1024L * 1024, e++;
+    *end = e;
+    return v;
+}
+
+/* Comma-separated sizes (> 0, at most 1 GiB); returns how many, or -1. */
+static int parse_size_list(const char *s, long *out, int max)
+{
+    int n = 0;
+    while (*s) {
+        const char *e;
+        long v = parse_size(s, &e);
+        if (v <= 0 || v > (1L << 30) || n == max || (*e && *e != ','))
+            return -1;
+        out[n++] = v;
+        s = *e ? e + 1 : e;
+        if (*e && !*s)
+            return -1;
+    }
+    return n;
+}
+
+static int cmp_long(const void *a, const void *b)
+{
+    long x = *(const long *)a, y = *(const long *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* 2^(k + i/per) rounded, min..max, without repeats (small sizes round to the same byte). */
+static int size_grid(long min, long max, int per, long *out)
+{
+    int n = 0;
+    for (int j = 0; n < MAX_SIZES; j++) {
+        long v = lround(pow(2.0, (double)j / per));
+        if (v > max)
+            break;
+        if (v >= min && (n == 0 || v != out[n - 1]))
+            out[n++] = v;
+    }
+    return n;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o)
+{
+    long min = 1, max = 16L << 20;
+    int per = 0, have_grid = 0;
+    const char *sizes = NULL, *pending = "1,2,4,8,16";
+    o->iters = 0;
+    o->quick = 0;
+    o->have_cores = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--quick")) {
+            o->quick = 1;
+            continue;
+        }
+        if (strcmp(a, "--cores") && strcmp(a, "--sizes") && strcmp(a, "--min") &&
+            strcmp(a, "--max") && strcmp(a, "--per-octave") && strcmp(a, "--iters") &&
+            strcmp(a, "--pending"))
+            return fail_usage("unknown option '%s'", a);
+        if (!v)
+            return fail_usage("%s needs a value", a);
+        i++;
+        const char *e;
+        if (!strcmp(a, "--cores")) {
+            char *end;
+            long x = strtol(v, &end, 10), y = -1;
+            if (end != v && *end == ',')
+                y = strtol(end + 1, &end, 10);
+            if (x < 0 || y < 0 || x > INT_MAX || y > INT_MAX || *end)
+                return fail_usage("--cores: expected two core ids A,B, got '%s'", v);
+            o->cores[0] = (int)x;
+            o->cores[1] = (int)y;
+            o->have_cores = 1;
+        } else if (!strcmp(a, "--sizes")) {
+            sizes = v;
+        } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
+            long x = parse_size(v, &e);
+            if (x <= 0 || x > (1L << 30) || *e)
+                return fail_usage("not a size from 1 B to 1 GiB: '%s'", v);
+            *(!strcmp(a, "--min") ? &min : &max) = x;
+            have_grid = 1;
+        } else if (!strcmp(a, "--per-octave")) {
+            char *end;
+            per = (int)strtol(v, &end, 10);
+            if (per < 1 || per > 64 || *end)
+                return fail_usage("--per-octave: expected 1 to 64, got '%s'", v);
+            have_grid = 1;
+        } else if (!strcmp(a, "--iters")) {
+            char *end;
+            long x = strtol(v, &end, 10);
+            if (x < 1 || x > MAX_ITERS || *end)
+                return fail_usage("--iters: expected 1 to 100000, got '%s'", v);
+            o->iters = (int)x;
+        } else {
+            pending = v;
+        }
+    }
+    if (sizes && have_grid)
+        return fail_usage("%s", "--sizes and --min/--max/--per-octave exclude each other");
+    if (sizes) {
+        o->nsizes = parse_size_list(sizes, o->sizes, MAX_SIZES);
+        if (o->nsizes <= 0)
+            return fail_usage("--sizes: not a list of sizes from 1 B to 1 GiB: '%s'", sizes);
+        qsort(o->sizes, (size_t)o->nsizes, sizeof(long), cmp_long);
+        int n = 1;
+        for (int i = 1; i < o->nsizes; i++)
+            if (o->sizes[i] != o->sizes[n - 1])
+                o->sizes[n++] = o->sizes[i];
+        o->nsizes = n;
+    } else {
+        if (min > max)
+            return fail_usage("%s", "--min is larger than --max");
+        /* 4 points per octave catch a protocol switch within 19 %; quick: 41 % */
+        o->nsizes = size_grid(min, max, per ? per : o->quick ? 2 : 4, o->sizes);
+        if (o->nsizes == 0)
+            return fail_usage("%s", "no size between --min and --max");
+    }
+    o->npending = 0;
+    for (const char *p = pending; *p;) {
+        char *end;
+        long k = strtol(p, &end, 10);
+        if (end == p || k < 1 || k > MAX_PENDING || o->npending == MAX_PENDING ||
+            (o->npending && k <= o->pending[o->npending - 1]) || (*end && *end != ',') ||
+            (*end == ',' && !end[1]))
+            return fail_usage("--pending: expected ascending counts from 1 to 64, got '%s'",
+                              pending);
+        o->pending[o->npending++] = (int)k;
+        p = *end ? end + 1 : end;
+    }
+    if (o->npending == 0)
+        return fail_usage("--pending: empty list '%s'", pending);
+    if (!o->iters)
+        o->iters = o->quick ? 30 : 100;
+    return 0;
+}
+
+/* Many samples for small messages, fewer as they grow (about 64 KiB x iters moved per
+ * measurement), never fewer than 5: a full run stays well under a minute. */
+static int iters_for(const struct opts *o, long size)
+{
+    long n = (long)o->iters * 65536 / size, floor = o->iters < 5 ? o->iters : 5;
+    if (n > o->iters)
+        n = o->iters;
+    return n < floor ? (int)floor : (int)n;
+}
+
+static void *page_alloc(size_t bytes)
+{
+    void *p = NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    if (posix_memalign(&p, page > 0 ? (size_t)page : 4096, bytes ? bytes : 1))
+        return NULL;
+    memset(p, 1, bytes); /* touched: no page faults inside the timings */
+    return p;
+}
+
+static int alloc_buffers(const struct opts *o)
+{
+    long max = o->sizes[o->nsizes - 1];
+    nbufs = G_BATCH > o->pending[o->npending - 1] ? G_BATCH : o->pending[o->npending - 1];
+    /* distinct buffers for the concurrent messages, within 1 GiB a rank */
+    while (nbufs > 1 && (long)nbufs * max > (1L << 30))
+        nbufs /= 2;
+    sbuf = calloc((size_t)nbufs, sizeof *sbuf);
+    rbuf = calloc((size_t)nbufs, sizeof *rbuf);
+    int iters = o->iters > MODE_SAMPLES ? o->iters : MODE_SAMPLES;
+    samples = malloc((size_t)iters * sizeof *samples);
+    samples2 = malloc((size_t)iters * sizeof *samples2);
+    if (!sbuf || !rbuf || !samples || !samples2)
+        return -1;
+    for (int i = 0; i < nbufs; i++) {
+        char **mine = rank == 0 ? &sbuf[i] : &rbuf[i];
+        if (!(*mine = page_alloc((size_t)max)))
+            return -1;
+    }
+    /* rank 0 also receives the ping-pong replies, rank 1 sends them */
+    if (rank == 0 && !(rbuf[0] = page_alloc((size_t)max)))
+        return -1;
+    if (rank == 1 && !(sbuf[0] = page_alloc((size_t)max)))
+        return -1;
+    if (rank == 0) {
+        size_t doubles = (size_t)(max / 8 > 1 ? max / 8 : 1);
+        local_dst = page_alloc((size_t)max);
+        red_in = page_alloc(doubles * sizeof(double));
+        red_inout = page_alloc(doubles * sizeof(double));
+        if (!local_dst || !red_in || !red_inout)
+            return -1;
+        for (size_t i = 0; i < doubles; i++)
+            red_in[i] = 1.0, red_inout[i] = 0.5;
+    }
+    return 0;
+}
+
+#define SB(i) sbuf[(i) % nbufs]
+#define RB(i) rbuf[(i) % nbufs]
+
+static void sync_pair(void)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void spin(double us)
+{
+    double end = MPI_Wtime() + us * 1e-6;
+    while (MPI_Wtime() < end)
+        ;
+}
+
+/* os: the Isend alone, the receive pre-posted; isw: Isend + Wait in the same conditions. */
+static void measure_os(struct point *p)
+{
+    int n = (int)p->size;
+    for (int it = -1; it < p->iters; it++) { /* it = -1: warm-up */
+        MPI_Request r;
+        if (rank == 1)
+            MPI_Irecv(RB(0), n, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, &r);
+        sync_pair();
+        if (rank == 0) {
+            double t0 = MPI_Wtime();
+            MPI_Isend(SB(0), n, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, &r);
+            double t1 = MPI_Wtime();
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            double t2 = MPI_Wtime();
+            if (it >= 0)
+                samples[it] = (t1 - t0) * 1e6, samples2[it] = (t2 - t0) * 1e6;
+        } else {
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+        }
+    }
+    if (rank == 0) {
+        p->os = median(samples, p->iters);
+        p->isw = median(samples2, p->iters);
+    }
+}
+
+/* Half a blocking round trip, each round trip timed alone. */
+static void measure_oneway(struct point *p)
+{
+    int n = (int)p->size;
+    for (int it = -1; it < p->iters; it++) {
+        sync_pair();
+        if (rank == 0) {
+            double t0 = MPI_Wtime();
+            MPI_Send(SB(0), n, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD);
+            MPI_Recv(RB(0), n, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (it >= 0)
+                samples[it] = (MPI_Wtime() - t0) * 1e6 / 2;
+        } else {
+            MPI_Recv(RB(0), n, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(SB(0), n, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD);
+        }
+    }
+    if (rank == 0)
+        p->oneway = median(samples, p->iters);
+}
+
+/* The mode: the receiver posts its receive only after busy-waiting D without entering MPI.
+ * A rendezvous send cannot complete before that; an eager one can. Decided on rank 0 and
+ * shared, since the or probe's order depends on it. */
+static void measure_mode(struct point *p)
+{
+    int n = (int)p->size;
+    double d = 0;
+    if (rank == 0)
+        d = p->oneway * 10 > 50 ? p->oneway * 10 : 50;
+    MPI_Bcast(&d, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    for (int it = -1; it < MODE_SAMPLES; it++) {
+        sync_pair();
+        if (rank == 0) {
+            MPI_Request r;
+            double t0 = MPI_Wtime();
+            MPI_Isend(SB(0), n, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, &r);
+            MPI_Wait(&r, MPI_STATUS_IGNORE);
+            if (it >= 0)
+                samples[it] = (MPI_Wtime() - t0) * 1e6;
+        } else {
+            spin(d);
+            MPI_Recv(RB(0), n, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    int code = 0;
+    if (rank == 0) {
+        p->delay = d;
+        p->late = median(samples, MODE_SAMPLES);
+        code = p->late >= d / 2 ? 2 : p->os >= 0.5 * p->isw ? 1 : 0;
+        p->mode = code == 2 ? "rendezvous" : code == 1 ? "blocking" : "immediate";
+    }
+    MPI_Bcast(&code, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 1)
+        p->mode = code == 2 ? "rendezvous" : "eager";
+}
+
+/* or: the receiver's blocking Recv once the data is there, known from a 0-byte message sent
+ * after it. A rendezvous send cannot complete before the Recv is posted, so for those the
+ * sender sends the notice before waiting (and or includes the transfer). */
+static void measure_or(struct point *p)
+{
+    int n = (int)p->size, rdv = !strcmp(p->mode, "rendezvous");
+    for (int it = -1; it < p->iters; it++) {
+        sync_pair();
+        if (rank == 0) {
+            MPI_Request r;
+            MPI_Isend(SB(0), n, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, &r);
+            if (!rdv)
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+            MPI_Send(NULL, 0, MPI_BYTE, 1, TAG_DONE, MPI_COMM_WORLD);
+            if (rdv)
+                MPI_Wait(&r, MPI_STATUS_IGNORE);
+        } else {
+            MPI_Recv(NULL, 0, MPI_BYTE, 0, TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            double t0 = MPI_Wtime();
+            MPI_Recv(RB(0), n, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (it >= 0)
+                samples[it] = (MPI_Wtime() - t0) * 1e6;
+        }
+    }
+    if (rank == 1) {
+        double v = median(samples, p->iters);
+        MPI_Send(&v, 1, MPI_DOUBLE, 0, TAG_DONE, MPI_COMM_WORLD);
+    } else {
+        MPI_Recv(&p->orr, 1, MPI_DOUBLE, 1, TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+}
+
+/* k Isends posted back to back against k pre-posted receives. `wait_each`: each Isend is
+ * waited for before the next (the gap g); else all are left pending and waited for at the
+ * end. Returns on rank 0 the median time of the k-th Isend (*os_k) and of the whole batch
+ * divided by k (*g_k). */
+static void batch(struct point *p, int k, int wait_each, double *os_k, double *g_k)
+{
+    int n = (int)p->size;
+    MPI_Request req[MAX_PENDING > G_BATCH ? MAX_PENDING : G_BATCH];
+    for (int it = -1; it < p->iters; it++) {
+        if (rank == 1)
+            for (int j = 0; j < k; j++)
+                MPI_Irecv(RB(j), n, MPI_BYTE, 0, TAG_DATA, MPI_COMM_WORLD, &req[j]);
+        sync_pair();
+        if (rank == 0) {
+            double t0 = MPI_Wtime(), last = 0;
+            for (int j = 0; j < k; j++) {
+                double ts = MPI_Wtime();
+                MPI_Isend(SB(j), n, MPI_BYTE, 1, TAG_DATA, MPI_COMM_WORLD, &req[j]);
+                last = MPI_Wtime() - ts;
+                if (wait_each)
+                    MPI_Wait(&req[j], MPI_STATUS_IGNORE);
+            }
+            if (!wait_each)
+                MPI_Waitall(k, req, MPI_STATUSES_IGNORE);
+            if (it >= 0)
+                samples[it] = last * 1e6, samples2[it] = (MPI_Wtime() - t0) * 1e6 / k;
+        } else {
+            MPI_Waitall(k, req, MPI_STATUSES_IGNORE);
+        }
+    }
+    if (rank == 0) {
+        *os_k = median(samples, p->iters);
+        *g_k = median(samples2, p->iters);
+    }
+}
+
+/* Rank 0's local operations, warm (the first run untimed). */
+static void measure_local(struct point *p)
+{
+    int doubles = p->size / 8 > 1 ? (int)(p->size / 8) : 1;
+    for (int it = -1; it < p->iters; it++) {
+        double t0 = MPI_Wtime();
+        memcpy(local_dst, SB(0), (size_t)p->size);
+        double t1 = MPI_Wtime();
+        MPI_Reduce_local(red_in, red_inout, doubles, MPI_DOUBLE, MPI_SUM);
+        double t2 = MPI_Wtime();
+        if (it >= 0)
+            samples[it] = (t1 - t0) * 1e6, samples2[it] = (t2 - t1) * 1e6;
+    }
+    /* the copy must not be optimised away */
+    if (local_dst[p->size - 1] != SB(0)[p->size - 1])
+        fprintf(stderr, "ct_p2p: copy check failed\n");
+    p->copy = median(samples, p->iters);
+    p->reduce = median(samples2, p->iters);
+}
+
+static void print_array(const char *name, const double *v, int n)
+{
+    printf(",\"%s\":[", name);
+    for (int i = 0; i < n; i++)
+        printf(i ? ",%.4f" : "%.4f", v[i]);
+    printf("]");
+}
+
+static void print_point(const struct point *p, int npending)
+{
+    printf("{\"size_bytes\":%ld,\"iterations\":%d,\"os_us\":%.4f,\"or_us\":%.4f,\"g_us\":%.4f,"
+           "\"oneway_us\":%.4f,\"mode\":\"%s\",\"isend_wait_us\":%.4f,"
+           "\"late_isend_wait_us\":%.4f,\"delay_us\":%.4f",
+           p->size, p->iters, p->os, p->orr, p->g, p->oneway, p->mode, p->isw, p->late,
+           p->delay);
+    print_array("os_pending_us", p->os_pending, npending);
+    print_array("g_pending_us", p->g_pending, npending);
+    printf(",\"copy_us\":%.4f,\"reduce_us\":%.4f}\n", p->copy, p->reduce);
+    fflush(stdout);
+}
+
+/* A JSON string body: quotes, backslashes and control characters escaped. */
+static void print_json_string(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+}
+
+static void print_header(const struct opts *o)
+{
+    char cpus[256], msg[256] = "";
+    int bound = 0;
+    if (o->have_cores) {
+        const char *why = NULL;
+        bound = topo_bind_core(o->cores[rank], 0, &why) == 0;
+        if (!bound)
+            snprintf(msg, sizeof msg, "%s", why ? why : "binding refused");
+    }
+    topo_current_cpus(cpus, sizeof cpus);
+    char line[640];
+    snprintf(line, sizeof line, "{\"rank\":%d,\"core\":%d,\"cpus\":\"%s\",\"bound\":%s%s%s%s}",
+             rank, o->have_cores ? o->cores[rank] : -1, cpus, bound ? "true" : "false",
+             msg[0] ? ",\"bind_error\":\"" : "", msg, msg[0] ? "\"" : "");
+    char all[2][sizeof line];
+    MPI_Gather(line, sizeof line, MPI_CHAR, all, sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (rank != 0)
+        return;
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len;
+    MPI_Get_library_version(lib, &len);
+    lib[strcspn(lib, "\n")] = 0; /* the first line names it; the rest is build flags */
+    printf("{\"ranks\":[%s,%s],\"binder\":\"%s\",\"library\":\"", all[0], all[1],
+           topo_binder());
+    print_json_string(lib);
+    printf("\",\"sizes\":[");
+    for (int i = 0; i < o->nsizes; i++)
+        printf(i ? ",%ld" : "%ld", o->sizes[i]);
+    printf("],\"pending\":[");
+    for (int i = 0; i < o->npending; i++)
+        printf(i ? ",%d" : "%d", o->pending[i]);
+    printf("],\"g_batch\":%d,\"mode_samples\":%d,\"buffers\":%d}\n", G_BATCH, MODE_SAMPLES,
+           nbufs);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    int nprocs;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    if (nprocs != 2) {
+        if (rank == 0)
+            fprintf(stderr, "ct_p2p: needs exactly 2 ranks (rank 0 sends, rank 1 receives), "
+                            "got %d: run it as mpiexec -n 2 ct_p2p\n", nprocs);
+        MPI_Finalize();
+        return 2;
+    }
+    static struct opts o;
+    if (parse_args(argc, argv, &o)) {
+        MPI_Finalize();
+        return 2;
+    }
+    const char *why = NULL;
+    int ok = topo_init(&why) == 0 && alloc_buffers(&o) == 0, all_ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (!all_ok) {
+        fprintf(stderr, "ct_p2p: rank %d: %s\n", rank,
+                ok ? "the other rank failed to start" : why ? why : "out of memory");
+        MPI_Finalize();
+        return 1;
+    }
+    print_header(&o);
+    for (int s = 0; s < o.nsizes; s++) {
+        struct point p = {.size = o.sizes[s], .iters = iters_for(&o, o.sizes[s])};
+        measure_os(&p);
+        measure_oneway(&p);
+        measure_mode(&p);
+        measure_or(&p);
+        double unused;
+        batch(&p, G_BATCH, 1, &unused, &p.g);
+        for (int i = 0; i < o.npending; i++)
+            batch(&p, o.pending[i], 0, &p.os_pending[i], &p.g_pending[i]);
+        if (rank == 0) {
+            measure_local(&p);
+            print_point(&p, o.npending);
+            fprintf(stderr, "progress %d %d\n", s + 1, o.nsizes);
+        }
+    }
+    topo_fini();
+    MPI_Finalize();
+    return 0;
+}
