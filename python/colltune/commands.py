@@ -346,6 +346,15 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         print("[0] quick probe of the machine")
         quick_probe(run, build=build, output="machine.json")
+        print("[0] point-to-point costs (colltune p2p --quick)")
+        from .p2p import P2PError, measure_p2p, p2p_bench
+
+        try:
+            machine = "machine.json" if Path("machine.json").exists() else None
+            p2p = measure_p2p(build, quick=True, machine=machine, output="p2p.json")
+            run.add_bench(p2p_bench(p2p, "colltune p2p --quick"))
+        except (P2PError, ValueError) as e:  # the benchmarks still run without it
+            print(f"colltune: the point-to-point measurement failed: {e}", file=sys.stderr)
         for i, op in enumerate(COLLS):
             doc = run_bench(build, op, args,
                             progress_label=f"[{i + 1}/{len(COLLS)}] bench {op}")

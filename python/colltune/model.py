@@ -127,11 +127,9 @@ class Model:
 
 
 def load_p2p(path: str | Path) -> dict:
-    """A p2p.json, validated (p2p_schema) when that module is there."""
-    try:
-        from .p2p_schema import load
-    except ImportError:  # pragma: no cover - the schema module ships with `colltune p2p`
-        return json.loads(Path(path).read_text())
+    """A p2p.json, validated: P2PFileError (a ValueError) names the file, field and reason."""
+    from .p2p_schema import load
+
     return load(path)
 
 
@@ -172,6 +170,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
         except (ValueError, argparse.ArgumentTypeError) as e:
             print(f"colltune predict: bad --segsize: {e}", file=sys.stderr)
             return 2
+    if not Path(args.p2p).exists():
+        print(f"colltune predict: {args.p2p} not found (measure it with `colltune p2p`)",
+              file=sys.stderr)
+        return 2
     try:
         build = MPIBuild.select(args.mpi)
         doc = load_p2p(args.p2p)
@@ -183,10 +185,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
                              f"{', '.join(sorted(algs))})")
         r = model.predict(args.op, args.alg, args.size or 0, args.ranks, segsize=seg,
                           root=args.root, radix=args.radix)
-    except FileNotFoundError:
-        print(f"colltune predict: {args.p2p} not found (measure it with `colltune p2p`)",
-              file=sys.stderr)
-        return 2
     except (MPIError, ModelError, ValueError) as e:
         print(f"colltune predict: {e}", file=sys.stderr)
         return 2
