@@ -6,6 +6,7 @@
 #   bench/device.sh OUTDIR study [NRANKS [LABEL:OP ...]]   bench/study.sh, resumable
 #   bench/device.sh OUTDIR model [MPI ...]          colltune p2p then validate-model, per MPI
 #                                                   (default mpich openmpi): OUTDIR/model.tgz
+#                                                   (P2P_ARGS, VALIDATE_ARGS: extra options)
 # OUTDIR receives few files (the device tool brings back at most 8): the probe's machine
 # file, XML, log and machine description; the study's log and one study.tgz, rewritten after
 # every run so that a cut-off call keeps what finished. The study's own directory is
@@ -66,11 +67,11 @@ model)
     for mpi in "${mpis[@]}"; do
         build_mpi "$mpi" >"$work/build-$mpi.log" 2>&1
         log "p2p with $mpi"
-        COLLTUNE_MPI=$mpi colltune p2p -o "$work/p2p-$mpi.json" 2>&1 \
+        COLLTUNE_MPI=$mpi colltune p2p -o "$work/p2p-$mpi.json" ${P2P_ARGS:-} 2>&1 \
             | grep -v '\[#*\.*\]' | tee "$work/p2p-$mpi.log"
         log "validate-model with $mpi"
         COLLTUNE_MPI=$mpi colltune validate-model --p2p "$work/p2p-$mpi.json" \
-            -o "$work/validate-$mpi.json" --plots "$work/plots-$mpi" 2>&1 \
+            -o "$work/validate-$mpi.json" --plots "$work/plots-$mpi" ${VALIDATE_ARGS:-} 2>&1 \
             | grep -v '\[#*\.*\]' | tee "$work/validate-$mpi.log"
         tar czf "$out/model.tgz" -C "$work" .
     done
