@@ -51,7 +51,16 @@ typedef struct ct_options {
     long long segsize;
     /* Radix of k-nomial trees; 0 = the default (4). Must be >= 2 otherwise. */
     int radix;
+    /* Non-blocking tree collectives: the number S of tree levels, counted from
+     * the leaves, that run on the application's core (inside the wait for
+     * one-to-all operations, before the hand-off for all-to-one ones); the
+     * upper levels run on the progress thread. 0: everything offloaded;
+     * >= the tree's height: the blocking algorithm. CT_SPLIT_AUTO (what
+     * ct_options_init sets): chosen by the split-tree model. */
+    int split;
 } ct_options;
+
+#define CT_SPLIT_AUTO (-1)
 
 /* Fills *opts with the automatic choice. */
 void ct_options_init(ct_options *opts);
@@ -88,6 +97,59 @@ int ct_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 
 /* Barrier, as MPI_Barrier. */
 int ct_barrier(MPI_Comm comm, const ct_options *opts);
+
+/* ---- Non-blocking collectives ------------------------------------------ */
+
+/*
+ * As MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce, MPI_Iscatter, MPI_Igather. The
+ * request is a real MPI request (a generalized request): MPI_Wait, MPI_Test,
+ * MPI_Waitall with other requests, MPI_Request_free all work on it. A progress
+ * thread (ct_progress_start) runs the offloaded part of the schedule while the
+ * application computes; the part that runs on the application's core (the
+ * last opts->split levels of a one-to-all tree) runs inside ct_wait / ct_test
+ * (or the drop-in's MPI_Wait family), so wait with those. Without a progress
+ * thread (no MPI_THREAD_MULTIPLE, or not started) everything runs inside them.
+ * Collectives on one communicator must be started in the same order on every
+ * rank, as MPI requires; several may be outstanding.
+ */
+int ct_ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+              const ct_options *opts, MPI_Request *request);
+int ct_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                const ct_options *opts, MPI_Request *request);
+int ct_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+               const ct_options *opts, MPI_Request *request);
+
+/* As MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testall, for any requests, also
+ * colltune's: these run colltune's application-side part first. */
+int ct_wait(MPI_Request *request, MPI_Status *status);
+int ct_test(MPI_Request *request, int *flag, MPI_Status *status);
+int ct_waitall(int count, MPI_Request requests[], MPI_Status *statuses);
+int ct_testall(int count, MPI_Request requests[], int *flag, MPI_Status *statuses);
+
+/* Starts this process's progress thread, pinned to a communication core of
+ * its node: a core none of the node's ranks is bound to (the ranks of comm on
+ * this node share them out), or COLLTUNE_PROGRESS_CORES="2,3" (a list of OS
+ * core ids). Collective over comm; needs MPI_THREAD_MULTIPLE (else returns
+ * MPI_ERR_OTHER and the non-blocking collectives progress inside the waits).
+ * COLLTUNE_PROGRESS=off disables it. The thread sleeps while nothing is in
+ * flight and stops at MPI_Finalize. Idempotent. */
+int ct_progress_start(MPI_Comm comm);
+/* The progress thread's state: whether it runs, the core it is bound to (-1:
+ * not bound), the communication cores on the node, and how many collectives
+ * it has completed (what a test can watch without calling MPI). */
+typedef struct ct_progress_info {
+    int running;
+    int core;
+    int comm_cores;
+    long completed;
+} ct_progress_info;
+void ct_progress_query(ct_progress_info *info);
 
 /*
  * The data-movement collectives (scatter, gather, allgather, alltoall) move

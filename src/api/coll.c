@@ -18,6 +18,7 @@
 void ct_options_init(ct_options *opts)
 {
     memset(opts, 0, sizeof *opts);
+    opts->split = CT_SPLIT_AUTO;
 }
 
 /* ---- Errors ------------------------------------------------------------- */

@@ -14,6 +14,17 @@
  * application sees native MPI's own error), and algorithms that cannot serve
  * the call (non-commutative operation) go to native.
  * COLLTUNE_LOG=debug logs every intercepted call and what ran to stderr.
+ *
+ * Non-blocking: MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce, MPI_Iscatter and
+ * MPI_Igather choose the same way (COLLTUNE_<OP>_ALGORITHM names the blocking
+ * operation's algorithms); their requests are generalized requests, and the
+ * wait and test family (MPI_Wait, MPI_Test, MPI_Waitall, MPI_Testall,
+ * MPI_Waitany, MPI_Testany, MPI_Waitsome, MPI_Testsome) first runs the part
+ * of a colltune request that belongs to the application's core.
+ * COLLTUNE_SPLIT=auto (default) or S: the split tree's application levels.
+ * MPI_Init and MPI_Init_thread ask for MPI_THREAD_MULTIPLE and start the
+ * progress thread (COLLTUNE_PROGRESS=off: neither; COLLTUNE_PROGRESS_CORES:
+ * its cores); MPI_Finalize stops it.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -23,6 +34,7 @@
 
 #include "api/call.h"
 #include "colltune.h"
+#include "nbc/nbc.h"
 #include "tune/table.h"
 
 typedef struct forced {
@@ -35,6 +47,7 @@ static forced forced_alg[CT_NCOLL];
 static long long env_segsize;
 static const char *env_segsize_invalid; /* the bad text, if any */
 static int log_debug;
+static int env_split = CT_SPLIT_AUTO;
 
 /* "BCAST", "ALLGATHER", ... */
 static const char *upper_name(ct_coll coll)
@@ -77,6 +90,16 @@ static void read_env(void)
         env_segsize = strtoll(seg, &end, 10);
         if (*end != '\0' || env_segsize <= 0)
             env_segsize_invalid = seg;
+    }
+    const char *split = getenv("COLLTUNE_SPLIT");
+    if (split && *split && strcmp(split, "auto") != 0) {
+        char *end;
+        long v = strtol(split, &end, 10);
+        if (*end == '\0' && v >= 0 && v < 64)
+            env_split = (int)v;
+        else
+            fprintf(stderr, "colltune: COLLTUNE_SPLIT='%s' is neither 'auto' nor a number of "
+                            "levels; using auto\n", split);
     }
     const char *log = getenv("COLLTUNE_LOG");
     log_debug = log && strcmp(log, "debug") == 0;
@@ -126,6 +149,7 @@ static int choose(ct_coll coll, MPI_Comm comm, long long bytes, ct_options *opts
 {
     pthread_once(&env_once, read_env);
     ct_options_init(opts);
+    opts->split = env_split;
     *err = MPI_SUCCESS;
     if (forced_alg[coll].algorithm) {
         if (forced_alg[coll].invalid) {
@@ -161,7 +185,7 @@ static int choose(ct_coll coll, MPI_Comm comm, long long bytes, ct_options *opts
 }
 
 static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *ran,
-                     const ct_options *opts)
+                     const ct_options *opts, int nonblocking)
 {
     if (!log_debug)
         return;
@@ -173,8 +197,13 @@ static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *r
     /* One write per line, so the ranks' lines do not interleave on a shared stderr. */
     char line[256];
     int native = strcmp(ran, "native") == 0;
+    char name[24];
+    if (nonblocking) /* MPI_Ibcast, MPI_Iallreduce, ... */
+        snprintf(name, sizeof name, "I%s", ct_coll_name(coll));
+    else
+        snprintf(name, sizeof name, "%s", mpi_name(coll));
     int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s %lld bytes -> %s", rank,
-                     size, mpi_name(coll), bytes, ran);
+                     size, name, bytes, ran);
     const ct_algorithm_info *info = native ? NULL : ct_algorithm_find(coll, ran);
     int segmented = info && (info->flags & CT_ALG_SEGMENTABLE) && opts->has_segsize;
     if (segmented && n > 0 && n < (int)sizeof line)
@@ -219,8 +248,14 @@ static int intercept(const ct_call *c)
     if (err != MPI_SUCCESS)
         return err;
     const char *ran = "native";
-    int rc = native ? ct_call_native(c) : ct_call_run(c, &o, 1, &ran);
-    log_call(c->coll, c->comm, bytes, ran, &o);
+    int rc;
+    if (native)
+        rc = ct_call_native(c); /* the non-blocking one when c->request is set */
+    else if (c->request)
+        rc = ct_nbc_start(c, &o, 1, &ran);
+    else
+        rc = ct_call_run(c, &o, 1, &ran);
+    log_call(c->coll, c->comm, bytes, ran, &o, c->request != NULL);
     return rc;
 }
 
@@ -281,4 +316,144 @@ int MPI_Barrier(MPI_Comm comm)
     ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
                  MPI_OP_NULL, 0,    comm, NULL};
     return intercept(&c);
+}
+
+/* ---- Non-blocking collectives ------------------------------------------- */
+
+int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+               MPI_Request *request)
+{
+    ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root,
+                 comm, request};
+    return intercept(&c);
+}
+
+int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                int root, MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm,
+                 request};
+    return intercept(&c);
+}
+
+int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                   MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 request};
+    return intercept(&c);
+}
+
+int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                 MPI_Request *request)
+{
+    ct_call c = {CT_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, root, comm, request};
+    return intercept(&c);
+}
+
+int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                MPI_Request *request)
+{
+    ct_call c = {CT_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, root, comm, request};
+    return intercept(&c);
+}
+
+/* The wait and test family: colltune's application-side part first. */
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    ct_nbc_drive(1, request, 1);
+    return PMPI_Wait(request, status);
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    ct_nbc_drive(1, request, 0);
+    return PMPI_Test(request, flag, status);
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    ct_nbc_drive(count, requests, 1);
+    return PMPI_Waitall(count, requests, statuses);
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    ct_nbc_drive(count, requests, 0);
+    return PMPI_Testall(count, requests, flag, statuses);
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    ct_nbc_drive(count, requests, 0);
+    int rc, flag = 0;
+    /* One of them must finish: a colltune request may need its application
+     * part to, so poll them all rather than block in PMPI_Waitany. */
+    while ((rc = PMPI_Testany(count, requests, index, &flag, status)) == MPI_SUCCESS && !flag)
+        ct_nbc_drive(count, requests, 0);
+    return rc;
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+    ct_nbc_drive(count, requests, 0);
+    return PMPI_Testany(count, requests, index, flag, status);
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    ct_nbc_drive(incount, requests, 0);
+    int rc;
+    while ((rc = PMPI_Testsome(incount, requests, outcount, indices, statuses)) ==
+               MPI_SUCCESS &&
+           *outcount == 0)
+        ct_nbc_drive(incount, requests, 0);
+    return rc;
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    ct_nbc_drive(incount, requests, 0);
+    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+/* ---- Start and end: the progress thread ------------------------------- */
+
+static int progress_wanted(void)
+{
+    const char *p = getenv("COLLTUNE_PROGRESS");
+    return !(p && (!strcmp(p, "off") || !strcmp(p, "0")));
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+    if (!progress_wanted())
+        return PMPI_Init(argc, argv);
+    int provided, rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    if (rc == MPI_SUCCESS)
+        ct_progress_start(MPI_COMM_WORLD);
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    if (!progress_wanted())
+        return PMPI_Init_thread(argc, argv, required, provided);
+    int rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, provided);
+    if (rc == MPI_SUCCESS)
+        ct_progress_start(MPI_COMM_WORLD);
+    return rc;
+}
+
+int MPI_Finalize(void)
+{
+    ct_progress_stop();
+    return PMPI_Finalize();
 }

@@ -73,6 +73,11 @@ static void add(ct_sched *s, ct_op op)
     s->ops[s->nops++] = op;
 }
 
+void ct_sched_add_op(ct_sched *s, const ct_op *op)
+{
+    add(s, *op);
+}
+
 void ct_sched_send(ct_sched *s, int peer, int buf, size_t off, size_t count)
 {
     if (count == 0)

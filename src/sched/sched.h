@@ -96,6 +96,9 @@ int ct_sched_tmp(ct_sched *s, size_t count);
  * theirs. */
 void ct_sched_send(ct_sched *s, int peer, int buf, size_t off, size_t count);
 void ct_sched_recv(ct_sched *s, int peer, int buf, size_t off, size_t count);
+/* Appends a copy of op to the current round, as it is (schedule surgery:
+ * the split tree cuts a generated schedule in two). */
+void ct_sched_add_op(ct_sched *s, const ct_op *op);
 /* A zero-byte message, never dropped: synchronisation (barriers). */
 void ct_sched_sync_send(ct_sched *s, int peer);
 void ct_sched_sync_recv(ct_sched *s, int peer);

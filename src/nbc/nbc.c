@@ -1,0 +1,793 @@
+/*
+ * Non-blocking collectives: generalized MPI requests driven by one progress
+ * thread per process, and the split tree of Denis et al. (Euro-Par 2018).
+ *
+ * A call is prepared like a blocking one (src/api: checks, byte views,
+ * schedule) into a job the request owns. Tree schedules are cut in two: the
+ * upper levels (the edges whose child subtree is at least S high) go to the
+ * progress thread; the last S levels run on the application's core, after
+ * the thread's part for one-to-all operations (bcast, scatter: inside the
+ * wait) and before it for all-to-one ones (reduce, gather: inside the call,
+ * before the hand-off). Whoever runs the last part unpacks the result and
+ * completes the generalized request, which is then the last touch of the
+ * request by colltune: MPI frees it (greq_free) when the application's wait
+ * returns.
+ *
+ * Threads: the application thread prepares, starts and waits; the progress
+ * thread steps the offloaded parts. They share a request only through the
+ * engine's queue (under its lock) and the atomic thread_done flag, whose
+ * release/acquire orders the thread's writes to the buffers before the
+ * application's part reads them.
+ */
+#include "nbc.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../api/job.h"
+#include "../model/splittree.h"
+
+#ifdef CT_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+typedef enum { SHAPE_NONE = 0, SHAPE_ONE_TO_ALL, SHAPE_ALL_TO_ONE } tree_shape;
+
+struct ct_nbc_req {
+    ct_job job;
+    ct_sched upper, lower;    /* the thread's part and the application's part */
+    int has_upper, has_lower;
+    int app_pending;          /* the application still has to run its part */
+    int app_started;
+    ct_exec_run run;          /* the part being run (by one side at a time) */
+    atomic_int thread_done;   /* the thread's part is over (release) */
+    int rc;                   /* first MPI error of either part */
+    MPI_Request greq;
+    MPI_Comm comm;
+    struct ct_nbc_req *next;
+};
+
+/* ---- Requests known to colltune ---------------------------------------- */
+
+/* MPI_Request is an integer in MPICH and a pointer in Open MPI: keyed by its
+ * bytes. A small open-addressing table, under its own lock. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    uint64_t key;
+    ct_nbc_req *req;
+} *table;
+static size_t table_cap, table_used;
+static atomic_long live; /* requests in the table: the waits skip the lookup when none */
+
+static uint64_t req_key(MPI_Request r)
+{
+    uint64_t k = 0;
+    memcpy(&k, &r, sizeof r < sizeof k ? sizeof r : sizeof k);
+    return k;
+}
+
+static size_t slot_of(uint64_t k, size_t cap)
+{
+    return (size_t)((k * 0x9E3779B97F4A7C15ULL) >> 20) & (cap - 1);
+}
+
+static int table_put(MPI_Request r, ct_nbc_req *req)
+{
+    pthread_mutex_lock(&table_lock);
+    if (2 * (table_used + 1) > table_cap) {
+        size_t ncap = table_cap ? 2 * table_cap : 64;
+        void *nt = calloc(ncap, sizeof *table);
+        if (!nt) {
+            pthread_mutex_unlock(&table_lock);
+            return MPI_ERR_NO_MEM;
+        }
+        __typeof__(table) old = table;
+        size_t ocap = table_cap;
+        table = nt;
+        table_cap = ncap;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i].req) {
+                size_t j = slot_of(old[i].key, ncap);
+                while (table[j].req)
+                    j = (j + 1) & (ncap - 1);
+                table[j] = old[i];
+            }
+        free(old);
+    }
+    uint64_t k = req_key(r);
+    size_t j = slot_of(k, table_cap);
+    while (table[j].req)
+        j = (j + 1) & (table_cap - 1);
+    table[j].key = k;
+    table[j].req = req;
+    table_used++;
+    atomic_fetch_add(&live, 1);
+    pthread_mutex_unlock(&table_lock);
+    return MPI_SUCCESS;
+}
+
+ct_nbc_req *ct_nbc_find(MPI_Request r)
+{
+    if (r == MPI_REQUEST_NULL || atomic_load(&live) == 0)
+        return NULL;
+    ct_nbc_req *found = NULL;
+    uint64_t k = req_key(r);
+    pthread_mutex_lock(&table_lock);
+    if (table_cap) {
+        size_t j = slot_of(k, table_cap);
+        while (table[j].req) {
+            if (table[j].key == k) {
+                found = table[j].req;
+                break;
+            }
+            j = (j + 1) & (table_cap - 1);
+        }
+    }
+    pthread_mutex_unlock(&table_lock);
+    return found;
+}
+
+static void table_remove(ct_nbc_req *req)
+{
+    pthread_mutex_lock(&table_lock);
+    size_t j = 0;
+    int hit = 0;
+    for (; table_cap && j < table_cap; j++)
+        if (table[j].req == req) {
+            hit = 1;
+            break;
+        }
+    if (hit) {
+        /* Backward-shift deletion keeps the probe chains whole. */
+        table[j].req = NULL;
+        table_used--;
+        atomic_fetch_sub(&live, 1);
+        size_t i = (j + 1) & (table_cap - 1);
+        while (table[i].req) {
+            ct_nbc_req *r = table[i].req;
+            uint64_t k = table[i].key;
+            table[i].req = NULL;
+            size_t s = slot_of(k, table_cap);
+            while (table[s].req)
+                s = (s + 1) & (table_cap - 1);
+            table[s].key = k;
+            table[s].req = r;
+            i = (i + 1) & (table_cap - 1);
+        }
+    }
+    pthread_mutex_unlock(&table_lock);
+}
+
+/* ---- Generalized request callbacks ------------------------------------ */
+
+static int greq_query(void *extra, MPI_Status *status)
+{
+    ct_nbc_req *r = extra;
+    MPI_Status_set_elements(status, MPI_BYTE, 0);
+    MPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_UNDEFINED;
+    status->MPI_TAG = MPI_UNDEFINED;
+    return r->rc;
+}
+
+static void req_free(ct_nbc_req *r)
+{
+    ct_job_free(&r->job);
+    ct_sched_free(&r->upper);
+    ct_sched_free(&r->lower);
+    free(r);
+}
+
+static int greq_free(void *extra)
+{
+    ct_nbc_req *r = extra;
+    table_remove(r);
+    req_free(r);
+    return MPI_SUCCESS;
+}
+
+static int greq_cancel(void *extra, int complete)
+{
+    (void)extra, (void)complete;
+    return MPI_SUCCESS; /* a collective cannot be cancelled: MPI_Test_cancelled says no */
+}
+
+/* ---- The progress engine ----------------------------------------------- */
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    ct_nbc_req *incoming;
+    int running, stop, core, comm_cores, tried;
+    atomic_long completed;
+    pthread_t tid;
+} eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .core = -1};
+
+/* The last part of a request is over: the result goes to the caller's buffer
+ * and MPI learns the request is complete. Nothing touches r afterwards. */
+static void complete(ct_nbc_req *r, int by_thread)
+{
+    if (r->rc == MPI_SUCCESS)
+        r->rc = ct_job_finish(&r->job);
+    if (by_thread)
+        atomic_fetch_add(&eng.completed, 1);
+    MPI_Grequest_complete(r->greq);
+}
+
+static void bind_thread(int core)
+{
+    if (core < 0)
+        return;
+#ifdef CT_HAVE_HWLOC
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo) == 0 && hwloc_topology_load(topo) == 0) {
+        hwloc_bitmap_t set = hwloc_bitmap_alloc();
+        hwloc_bitmap_only(set, (unsigned)core);
+        if (hwloc_set_cpubind(topo, set, HWLOC_CPUBIND_THREAD) != 0)
+            eng.core = -1;
+        hwloc_bitmap_free(set);
+        hwloc_topology_destroy(topo);
+        return;
+    }
+#endif
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(core, &set);
+    if (pthread_setaffinity_np(pthread_self(), sizeof set, &set) != 0)
+        eng.core = -1;
+}
+
+static void *progress_main(void *arg)
+{
+    (void)arg;
+    bind_thread(eng.core);
+    ct_nbc_req *mine = NULL;
+    for (;;) {
+        pthread_mutex_lock(&eng.lock);
+        while (!mine && !eng.incoming && !eng.stop)
+            pthread_cond_wait(&eng.wake, &eng.lock); /* idle: sleep, not spin */
+        while (eng.incoming) { /* keep arrival order: MPI matches in posting order */
+            ct_nbc_req *r = eng.incoming, **tail = &mine;
+            eng.incoming = r->next;
+            r->next = NULL;
+            while (*tail)
+                tail = &(*tail)->next;
+            *tail = r;
+        }
+        int stop = eng.stop;
+        pthread_mutex_unlock(&eng.lock);
+        if (!mine && stop)
+            break;
+        int moved = 0;
+        for (ct_nbc_req **p = &mine; *p;) {
+            ct_nbc_req *r = *p;
+            int done = 0, rc = ct_exec_step(&r->run, &done);
+            if (rc != MPI_SUCCESS && r->rc == MPI_SUCCESS)
+                r->rc = rc;
+            if (!done && rc == MPI_SUCCESS) {
+                p = &r->next;
+                continue;
+            }
+            moved = 1;
+            *p = r->next;
+            r->next = NULL;
+            if (r->app_pending)
+                atomic_store_explicit(&r->thread_done, 1, memory_order_release);
+            else
+                complete(r, 1);
+        }
+        if (!moved)
+            sched_yield(); /* in flight but nothing arrived: let the core breathe */
+    }
+    return NULL;
+}
+
+static void submit(ct_nbc_req *r)
+{
+    pthread_mutex_lock(&eng.lock);
+    ct_nbc_req **tail = &eng.incoming;
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = r;
+    pthread_cond_signal(&eng.wake);
+    pthread_mutex_unlock(&eng.lock);
+}
+
+void ct_progress_stop(void)
+{
+    pthread_mutex_lock(&eng.lock);
+    int running = eng.running;
+    eng.stop = 1;
+    pthread_cond_signal(&eng.wake);
+    pthread_mutex_unlock(&eng.lock);
+    if (running)
+        pthread_join(eng.tid, NULL);
+    pthread_mutex_lock(&eng.lock);
+    eng.running = 0;
+    pthread_mutex_unlock(&eng.lock);
+}
+
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes first: the thread stops
+ * there, before MPI goes away under it. */
+static int self_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm, (void)keyval, (void)attr, (void)extra;
+    ct_progress_stop();
+    return MPI_SUCCESS;
+}
+
+static int parse_cores(const char *text, int *cores, int max)
+{
+    int n = 0;
+    while (text && *text && n < max) {
+        char *end;
+        long v = strtol(text, &end, 10);
+        if (end == text || v < 0)
+            return -1;
+        cores[n++] = (int)v;
+        text = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            return -1;
+    }
+    return n;
+}
+
+/* The node's communication cores: the online CPUs no rank of comm on this
+ * node is bound to. */
+static int free_cores(MPI_Comm comm, int *cores, int max, int *local_rank)
+{
+    MPI_Comm node;
+    int nlocal, rank, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu <= 0 || ncpu > 4096)
+        return 0;
+    if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) !=
+        MPI_SUCCESS)
+        return 0;
+    PMPI_Comm_size(node, &nlocal);
+    PMPI_Comm_rank(node, &rank);
+    *local_rank = rank;
+    unsigned char *mine = calloc((size_t)ncpu, 1), *all = calloc((size_t)ncpu * nlocal, 1);
+    int n = 0;
+    if (mine && all) {
+        cpu_set_t set;
+        if (sched_getaffinity(0, sizeof set, &set) == 0)
+            for (int c = 0; c < ncpu; c++)
+                mine[c] = CPU_ISSET(c, &set) != 0;
+        PMPI_Allgather(mine, ncpu, MPI_UNSIGNED_CHAR, all, ncpu, MPI_UNSIGNED_CHAR, node);
+        for (int c = 0; c < ncpu && n < max; c++) {
+            int used = 0;
+            for (int r = 0; r < nlocal; r++)
+                used |= all[(size_t)r * ncpu + c];
+            if (!used)
+                cores[n++] = c;
+        }
+    }
+    free(mine);
+    free(all);
+    PMPI_Comm_free(&node);
+    return n;
+}
+
+int ct_progress_start(MPI_Comm comm)
+{
+    int provided = MPI_THREAD_SINGLE, rc;
+    pthread_mutex_lock(&eng.lock);
+    int tried = eng.tried;
+    eng.tried = 1;
+    pthread_mutex_unlock(&eng.lock);
+    if (tried)
+        return eng.running ? MPI_SUCCESS : MPI_ERR_OTHER;
+    const char *off = getenv("COLLTUNE_PROGRESS");
+    if (off && (!strcmp(off, "off") || !strcmp(off, "0")))
+        return MPI_ERR_OTHER;
+    PMPI_Query_thread(&provided);
+    int cores[4096], ncores, local_rank = 0;
+    const char *given = getenv("COLLTUNE_PROGRESS_CORES");
+    if (given && *given) {
+        PMPI_Comm_rank(comm, &local_rank);
+        MPI_Comm node;
+        if (PMPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+            MPI_SUCCESS) {
+            PMPI_Comm_rank(node, &local_rank);
+            PMPI_Comm_free(&node);
+        }
+        ncores = parse_cores(given, cores, 4096);
+        if (ncores < 0) {
+            fprintf(stderr, "colltune: COLLTUNE_PROGRESS_CORES='%s' is not a list of core "
+                            "ids; the progress thread is not bound\n", given);
+            ncores = 0;
+        }
+    } else {
+        ncores = free_cores(comm, cores, 4096, &local_rank); /* collective */
+    }
+    if (provided < MPI_THREAD_MULTIPLE)
+        return MPI_ERR_OTHER;
+    static int self_keyval = MPI_KEYVAL_INVALID;
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &self_keyval, NULL) ==
+        MPI_SUCCESS)
+        PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, NULL);
+    pthread_mutex_lock(&eng.lock);
+    eng.comm_cores = ncores;
+    eng.core = ncores > 0 ? cores[local_rank % ncores] : -1;
+    eng.stop = 0;
+    rc = pthread_create(&eng.tid, NULL, progress_main, NULL);
+    eng.running = rc == 0;
+    pthread_mutex_unlock(&eng.lock);
+    return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
+}
+
+void ct_progress_query(ct_progress_info *info)
+{
+    pthread_mutex_lock(&eng.lock);
+    info->running = eng.running;
+    info->core = eng.running ? eng.core : -1;
+    info->comm_cores = eng.comm_cores;
+    pthread_mutex_unlock(&eng.lock);
+    info->completed = atomic_load(&eng.completed);
+}
+
+/* ---- The split tree ------------------------------------------------------ */
+
+static tree_shape shape_of(int coll)
+{
+    switch (coll) {
+    case CT_BCAST:
+    case CT_SCATTER:
+        return SHAPE_ONE_TO_ALL;
+    case CT_REDUCE:
+    case CT_GATHER:
+        return SHAPE_ALL_TO_ONE;
+    default:
+        return SHAPE_NONE;
+    }
+}
+
+/* The tree the schedules of all ranks form (one-to-all: each rank receives
+ * from one parent; all-to-one: sends to one parent), and each rank's subtree
+ * height. -1 when the algorithm is no tree (or its tree has a cycle). */
+static int tree_heights(const ct_job *job, tree_shape shape, int *height)
+{
+    const ct_params *p0 = &job->params;
+    int n = p0->size, rc = 0;
+    int *parent = malloc((size_t)n * sizeof *parent);
+    ct_sched s;
+    ct_sched_init(&s);
+    if (!parent)
+        return -1;
+    for (int r = 0; r < n && rc == 0; r++) {
+        ct_params p = *p0;
+        p.rank = r;
+        ct_sched_reset(&s);
+        if (ct_sched_generate(job->alg->info.name, &p, &s)) {
+            rc = -1;
+            break;
+        }
+        parent[r] = -1;
+        height[r] = 0;
+        for (int i = 0; i < s.nops; i++) {
+            const ct_op *o = &s.ops[i];
+            int up = shape == SHAPE_ONE_TO_ALL ? o->kind == CT_OP_RECV : o->kind == CT_OP_SEND;
+            if (!up)
+                continue;
+            if (parent[r] >= 0 && parent[r] != o->peer)
+                rc = -1; /* two parents: not a tree */
+            parent[r] = o->peer;
+        }
+    }
+    for (int r = 0; r < n && rc == 0; r++) {
+        int h = 0, v = r, steps = 0;
+        while (parent[v] >= 0 && steps++ <= n) {
+            v = parent[v];
+            h++;
+            if (height[v] < h)
+                height[v] = h;
+            else if (height[v] >= h)
+                h = height[v];
+        }
+        if (steps > n)
+            rc = -1;
+    }
+    ct_sched_free(&s);
+    free(parent);
+    return rc;
+}
+
+/* Cuts the rank's schedule: an edge is low (application) when the child end's
+ * subtree is less than S high. A local operation goes with the part that
+ * produced its input; one on the rank's own input with the part that runs
+ * first. */
+static int split_schedule(ct_nbc_req *r, tree_shape shape, const int *height, int s_levels)
+{
+    const ct_sched *full = &r->job.sched;
+    int me = r->job.params.rank;
+    int first_low = shape == SHAPE_ALL_TO_ONE; /* which part runs first */
+    int *low = malloc((size_t)(full->nops ? full->nops : 1) * sizeof *low);
+    if (!low)
+        return -1;
+    for (int i = 0; i < full->nops; i++) {
+        const ct_op *o = &full->ops[i];
+        int child;
+        if (o->kind == CT_OP_SEND)
+            child = shape == SHAPE_ONE_TO_ALL ? o->peer : me;
+        else if (o->kind == CT_OP_RECV)
+            child = shape == SHAPE_ONE_TO_ALL ? me : o->peer;
+        else
+            child = -1;
+        if (child >= 0) {
+            low[i] = height[child] < s_levels;
+            continue;
+        }
+        /* After every earlier op that wrote what it reads (a; b too for a
+         * reduction) or what it overwrites (b): in the later part if any of
+         * them is there. */
+        int second = !first_low, later = 0;
+        const ct_region *deps[2] = {&o->a, &o->b};
+        for (int d = 0; d < 2 && !later; d++)
+            for (int j = i - 1; j >= 0; j--) {
+                const ct_op *w = &full->ops[j];
+                const ct_region *out = w->kind == CT_OP_RECV ? &w->a
+                                       : (w->kind == CT_OP_REDUCE || w->kind == CT_OP_COPY)
+                                           ? &w->b
+                                           : NULL;
+                const ct_region *in = deps[d];
+                if (out && out->buf == in->buf && out->off < in->off + in->count &&
+                    in->off < out->off + out->count) {
+                    later = low[j] == second;
+                    break;
+                }
+            }
+        low[i] = later ? second : first_low;
+    }
+    ct_sched *parts[2] = {&r->upper, &r->lower};
+    for (int k = 0; k < 2; k++) {
+        parts[k]->nbufs = full->nbufs;
+        memcpy(parts[k]->buf_count, full->buf_count, sizeof full->buf_count);
+    }
+    for (int rd = 0; rd < full->nrounds; rd++) {
+        ct_sched_round(&r->upper);
+        ct_sched_round(&r->lower);
+        int a = full->round_start[rd], len = ct_sched_round_len(full, rd);
+        for (int i = a; i < a + len; i++)
+            ct_sched_add_op(parts[low[i]], &full->ops[i]);
+    }
+    free(low);
+    r->has_upper = r->upper.nops > 0;
+    r->has_lower = r->lower.nops > 0;
+    return r->upper.error || r->lower.error ? -1 : 0;
+}
+
+static int auto_split(const ct_job *job, int height_root)
+{
+    ct_progress_info info;
+    ct_progress_query(&info);
+    if (!info.running || info.comm_cores <= 0)
+        return height_root; /* nobody to offload to: the blocking algorithm */
+    int n = job->params.size;
+    int s = ct_split_paper_best_s(n + info.comm_cores, n, NULL);
+    return s < 0 ? 0 : s;
+}
+
+/* ---- Starting, waiting, testing ----------------------------------------- */
+
+int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
+                 const char **ran)
+{
+    ct_nbc_req *r = calloc(1, sizeof *r);
+    if (!r)
+        return ct_raise_error(c->comm, MPI_ERR_NO_MEM, "%s: out of memory",
+                              ct_coll_name(c->coll));
+    ct_sched_init(&r->job.sched);
+    ct_sched_init(&r->upper);
+    ct_sched_init(&r->lower);
+    int go, rc = ct_call_prepare(c, opts, native_on_reject, &r->job, &go, ran);
+    if (!go) {
+        req_free(r);
+        return rc; /* native MPI took the call (or refused it) */
+    }
+    r->comm = c->comm;
+    atomic_init(&r->thread_done, 0);
+    ct_progress_info info;
+    ct_progress_query(&info);
+    tree_shape shape = shape_of(c->coll);
+    int threaded = info.running;
+    int split = opts ? opts->split : CT_SPLIT_AUTO;
+    if (!r->job.empty) {
+        int n = r->job.params.size, root_height = 0;
+        int *height = malloc((size_t)n * sizeof *height);
+        int tree = height && shape != SHAPE_NONE && tree_heights(&r->job, shape, height) == 0;
+        if (tree)
+            root_height = height[r->job.params.root];
+        if (split == CT_SPLIT_AUTO)
+            split = tree ? auto_split(&r->job, root_height) : 0;
+        if (!threaded) {
+            r->has_lower = 1; /* everything in the waits */
+            ct_sched_free(&r->lower);
+            r->lower = r->job.sched;
+            ct_sched_init(&r->job.sched);
+        } else if (!tree || split <= 0) {
+            r->has_upper = 1;
+        } else if (split_schedule(r, shape, height, split)) {
+            free(height);
+            req_free(r);
+            return ct_raise_error(c->comm, MPI_ERR_NO_MEM, "%s: out of memory",
+                                  ct_coll_name(c->coll));
+        }
+        free(height);
+    }
+    if ((rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, &r->greq)) !=
+        MPI_SUCCESS) {
+        req_free(r);
+        return rc;
+    }
+    if ((rc = table_put(r->greq, r)) != MPI_SUCCESS) {
+        MPI_Grequest_complete(r->greq);
+        *c->request = r->greq;
+        return rc;
+    }
+    *c->request = r->greq;
+    if (r->job.empty) {
+        complete(r, 0);
+        return MPI_SUCCESS;
+    }
+    const ct_sched *thread_part = r->has_upper ? (r->upper.nops ? &r->upper : &r->job.sched)
+                                               : NULL;
+    if (shape == SHAPE_ALL_TO_ONE && threaded && r->has_lower) {
+        /* Reduce, gather: the leaves' levels here and now, then the hand-off. */
+        ct_exec_run x;
+        rc = ct_exec_begin(&x, &r->lower, &r->job.x, &r->job.work);
+        if (rc == MPI_SUCCESS)
+            rc = ct_exec_finish(&x);
+        r->rc = rc;
+        r->has_lower = 0;
+    }
+    r->app_pending = r->has_lower;
+    if (!thread_part || r->rc != MPI_SUCCESS) {
+        if (!r->app_pending)
+            complete(r, 0);
+        return MPI_SUCCESS;
+    }
+    if ((rc = ct_exec_begin(&r->run, thread_part, &r->job.x, &r->job.work)) != MPI_SUCCESS) {
+        r->rc = rc;
+        if (!r->app_pending)
+            complete(r, 0);
+        else
+            atomic_store(&r->thread_done, 1);
+        return MPI_SUCCESS;
+    }
+    atomic_store(&r->thread_done, 0);
+    r->has_upper = 1;
+    submit(r);
+    return MPI_SUCCESS;
+}
+
+/* The application's part of r: blocking (wait) or one step (test). Returns
+ * 1 once r is complete for MPI, 0 while it is not. */
+static int app_part(ct_nbc_req *r, int blocking)
+{
+    if (!r->app_pending)
+        return 1;
+    if (r->has_upper) {
+        while (!atomic_load_explicit(&r->thread_done, memory_order_acquire)) {
+            if (!blocking)
+                return 0;
+            sched_yield();
+        }
+    }
+    if (!r->app_started) {
+        r->app_started = 1;
+        int rc = r->rc == MPI_SUCCESS ? ct_exec_begin(&r->run, &r->lower, &r->job.x,
+                                                      &r->job.work)
+                                      : r->rc;
+        if (rc != MPI_SUCCESS) {
+            r->rc = rc;
+            r->app_pending = 0;
+            complete(r, 0);
+            return 1;
+        }
+    }
+    int done = 1, rc;
+    if (blocking)
+        rc = ct_exec_finish(&r->run);
+    else
+        rc = ct_exec_step(&r->run, &done);
+    if (rc != MPI_SUCCESS && r->rc == MPI_SUCCESS)
+        r->rc = rc;
+    if (!done && rc == MPI_SUCCESS)
+        return 0;
+    r->app_pending = 0;
+    complete(r, 0);
+    return 1;
+}
+
+void ct_nbc_drive(int count, MPI_Request *requests, int blocking)
+{
+    for (int i = 0; i < count; i++) {
+        ct_nbc_req *r = ct_nbc_find(requests[i]);
+        if (r)
+            app_part(r, blocking);
+    }
+}
+
+/* ---- Public entry points ------------------------------------------------ */
+
+static int start_public(const ct_call *c, const ct_options *opts)
+{
+    const char *ran;
+    if (!c->request)
+        return ct_raise_error(c->comm, MPI_ERR_REQUEST, "%s: no request to return",
+                              ct_coll_name(c->coll));
+    return ct_nbc_start(c, opts, 0, &ran);
+}
+
+int ct_ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+              const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root,
+                 comm, request};
+    return start_public(&c, opts);
+}
+
+int ct_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               int root, MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm,
+                 request};
+    return start_public(&c, opts);
+}
+
+int ct_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 request};
+    return start_public(&c, opts);
+}
+
+int ct_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, root, comm, request};
+    return start_public(&c, opts);
+}
+
+int ct_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+               const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, root, comm, request};
+    return start_public(&c, opts);
+}
+
+int ct_wait(MPI_Request *request, MPI_Status *status)
+{
+    ct_nbc_drive(1, request, 1);
+    return PMPI_Wait(request, status);
+}
+
+int ct_test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    ct_nbc_drive(1, request, 0);
+    return PMPI_Test(request, flag, status);
+}
+
+int ct_waitall(int count, MPI_Request requests[], MPI_Status *statuses)
+{
+    ct_nbc_drive(count, requests, 1);
+    return PMPI_Waitall(count, requests, statuses);
+}
+
+int ct_testall(int count, MPI_Request requests[], int *flag, MPI_Status *statuses)
+{
+    ct_nbc_drive(count, requests, 0);
+    return PMPI_Testall(count, requests, flag, statuses);
+}
