@@ -49,6 +49,10 @@ struct ct_nbc_req {
     ct_exec_run run;          /* the part being run (by one side at a time) */
     atomic_int thread_done;   /* the thread's part is over (release) */
     int rc;                   /* first MPI error of either part */
+    /* Published by complete() before MPI_Grequest_complete: MPI's own ordering
+     * is invisible to ThreadSanitizer (MPI is not instrumented), so the
+     * callbacks acquire what the completing thread released. */
+    atomic_int final_rc;
     MPI_Request greq;
     MPI_Comm comm;
     struct ct_nbc_req *next;
@@ -174,7 +178,7 @@ static int greq_query(void *extra, MPI_Status *status)
     MPI_Status_set_cancelled(status, 0);
     status->MPI_SOURCE = MPI_UNDEFINED;
     status->MPI_TAG = MPI_UNDEFINED;
-    return r->rc;
+    return atomic_load_explicit(&r->final_rc, memory_order_acquire);
 }
 
 static void req_free(ct_nbc_req *r)
@@ -188,6 +192,7 @@ static void req_free(ct_nbc_req *r)
 static int greq_free(void *extra)
 {
     ct_nbc_req *r = extra;
+    (void)atomic_load_explicit(&r->final_rc, memory_order_acquire); /* see final_rc */
     table_remove(r);
     req_free(r);
     return MPI_SUCCESS;
@@ -218,7 +223,9 @@ static void complete(ct_nbc_req *r, int by_thread)
         r->rc = ct_job_finish(&r->job);
     if (by_thread)
         atomic_fetch_add(&eng.completed, 1);
-    MPI_Grequest_complete(r->greq);
+    MPI_Request greq = r->greq;
+    atomic_store_explicit(&r->final_rc, r->rc, memory_order_release);
+    MPI_Grequest_complete(greq);
 }
 
 static void bind_thread(int core)
