@@ -20,8 +20,8 @@ SEGSIZE = 4099  # bytes; prime, so segments of bytes end mid-element and mid-blo
 OPS = {"bcast": "Bcast", "reduce": "Reduce", "allreduce": "Allreduce", "scatter": "Scatter",
        "gather": "Gather", "allgather": "Allgather", "alltoall": "Alltoall",
        "barrier": "Barrier"}
-EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_SEGSIZE",
-          *(f"COLLTUNE_{op.upper()}_ALGORITHM" for op in OPS))
+EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_SEGSIZE", "COLLTUNE_SPLIT",
+          "COLLTUNE_PROGRESS", *(f"COLLTUNE_{op.upper()}_ALGORITHM" for op in OPS))
 # The bad calls of `plain_collectives --errors`, one line each.
 ERROR_CALLS = 36
 
@@ -53,13 +53,14 @@ def build() -> MPIBuild:
 
 
 def launch(build: MPIBuild, *args: str, preload: bool = True, nranks: int = NRANKS,
-           timeout: int = 300, **env: str) -> subprocess.CompletedProcess:
+           timeout: int = 300, program: str = "plain_collectives",
+           **env: str) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
     e.update(build.launch_env(nranks))
     e.update(env)
     if preload:
         e["LD_PRELOAD"] = str(build.tool("libcolltune_pmpi.so"))
-    cmd = build.launch_command(nranks, [str(build.tool("tests/c/plain_collectives")), *args],
+    cmd = build.launch_command(nranks, [str(build.tool(f"tests/c/{program}")), *args],
                                bind=False, export=EXPORT)
     return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
 
@@ -189,3 +190,55 @@ def test_preload_prints_the_library(build):
     p = subprocess.run([sys.executable, "-m", "colltune.cli", "preload"], capture_output=True,
                        text=True, check=True)
     assert p.stdout.strip() == str(build.tool("libcolltune_pmpi.so"))
+
+
+# ---- The non-blocking collectives (tests/c/plain_nbc.c) ----------------------------------
+
+NBC = {"bcast": "Ibcast", "reduce": "Ireduce", "allreduce": "Iallreduce",
+       "scatter": "Iscatter", "gather": "Igather"}
+NBC_CALLS = re.compile(r"rank (\d+) nbc" + "".join(rf" {n}=(\d+)" for n in NBC.values()))
+NBC_FORCED = {"bcast": "binomial", "reduce": "binomial", "allreduce": "recursive_doubling",
+              "scatter": "binomial", "gather": "binary"}
+
+
+def nbc_routed(stderr: str) -> dict[str, dict[str, int]]:
+    """Per MPI_I* function, how many calls the log shows per algorithm."""
+    out: dict[str, dict[str, int]] = {}
+    for name, _, alg, _ in LOG.findall(stderr):
+        if name not in NBC.values():
+            continue
+        out.setdefault(name, {}).setdefault(alg, 0)
+        out[name][alg] += 1
+    return out
+
+
+@pytest.mark.parametrize(("nranks", "split"),
+                         [(2, "0"), (3, "1"), (5, "0"), (5, "1"), (5, "2"), (5, "64"),
+                          (8, "auto")])
+def test_nonblocking_through_the_drop_in(build, nranks, split):
+    """Every MPI_I* call goes through the forced algorithm at every split, completed by the
+    program's own MPI_Wait, MPI_Test loops, MPI_Waitall with its point-to-point requests and
+    MPI_Waitany; the program checks every result itself."""
+    env = {f"COLLTUNE_{op.upper()}_ALGORITHM": alg for op, alg in NBC_FORCED.items()}
+    p = launch(build, program="plain_nbc", nranks=nranks, COLLTUNE_LOG="debug",
+               COLLTUNE_SPLIT=split, **env)
+    ok(p, (nranks, split))
+    found = NBC_CALLS.findall(p.stdout)
+    assert sorted(int(m[0]) for m in found) == list(range(nranks)), p.stdout
+    routed = nbc_routed(p.stderr)
+    for i, (op, name) in enumerate(NBC.items()):
+        made = sum(int(m[i + 1]) for m in found)
+        assert made > 0 and routed.get(name) == {NBC_FORCED[op]: made}, (op, routed.get(name))
+
+
+def test_nonblocking_native_without_forcing_and_without_progress(build):
+    p = launch(build, program="plain_nbc", nranks=3, COLLTUNE_LOG="debug")
+    ok(p, "native")
+    assert set(nbc_routed(p.stderr)) == set(NBC.values())
+    assert all(set(v) == {"native"} for v in nbc_routed(p.stderr).values())
+    # No progress thread (no MPI_THREAD_MULTIPLE asked): colltune runs inside the waits.
+    env = {f"COLLTUNE_{op.upper()}_ALGORITHM": alg for op, alg in NBC_FORCED.items()}
+    p = launch(build, program="plain_nbc", nranks=3, COLLTUNE_PROGRESS="off",
+               COLLTUNE_LOG="debug", **env)
+    ok(p, "no progress thread")
+    assert nbc_routed(p.stderr)["Ibcast"] == {"binomial": 3 * 8}
