@@ -7,6 +7,8 @@
 #   bench/device.sh OUTDIR model [MPI ...]          colltune p2p then validate-model, per MPI
 #                                                   (default mpich openmpi): OUTDIR/model.tgz
 #                                                   (P2P_ARGS, VALIDATE_ARGS: extra options)
+#   bench/device.sh OUTDIR overlap [OVERLAP-ARGS]   colltune overlap over MPICH, Open MPI as
+#                                                   peer: OUTDIR/overlap.tgz
 # OUTDIR receives few files (the device tool brings back at most 8): the probe's machine
 # file, XML, log and machine description; the study's log and one study.tgz, rewritten after
 # every run so that a cut-off call keeps what finished. The study's own directory is
@@ -76,6 +78,16 @@ model)
         tar czf "$out/model.tgz" -C "$work" .
     done
     ;;
+overlap)
+    work=${OVERLAP_DIR:-/tmp/colltune-device-overlap}
+    mkdir -p "$work"
+    { date -u; uname -a; lscpu; } >"$work/machine.txt" 2>&1
+    for mpi in mpich openmpi; do build_mpi "$mpi" >"$work/build-$mpi.log" 2>&1; done
+    log "overlap study: colltune overlap $*"
+    COLLTUNE_MPI=mpich colltune overlap -o "$work/overlap.json" --plots "$work/plots" "$@" \
+        2>&1 | tee "$work/overlap.log"
+    tar czf "$out/overlap.tgz" -C "$work" .
+    ;;
 probe)
     build_mpi mpich >"$out/probe.log"
     { date -u; uname -a; lscpu; } >"$out/probe-machine.txt" 2>&1
@@ -93,7 +105,7 @@ study)
         2>&1 | tee -a "$out/study.log"
     ;;
 *)
-    echo "unknown part '$part' (probe, study or model)" >&2
+    echo "unknown part '$part' (probe, study, model or overlap)" >&2
     exit 2
     ;;
 esac

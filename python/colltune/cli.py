@@ -10,7 +10,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__, commands, model, p2p, probe, splittree, store_cli, validate
+from . import (
+    __version__,
+    commands,
+    model,
+    overlap,
+    p2p,
+    probe,
+    splittree,
+    store_cli,
+    validate,
+)
 from .store import sigterm_as_interrupt
 
 
@@ -27,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     model.register(sub)
     splittree.register(sub)
     validate.register(sub)
+    overlap.register(sub)
     store_cli.register(sub)
     return parser
 
