@@ -362,6 +362,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             run.add_bench(doc)
             tables.append(comparison_table(doc))
             print(tables[-1] + "\n")
+        print("[overlap] a short overlap study (colltune overlap: 256 KiB bcast, N = Nproc-1)")
+        from .overlap import OverlapError, overlap_bench, short_study
+
+        try:
+            ov = short_study(build, args.ranks)
+            run.add_bench(overlap_bench(ov))
+        except OverlapError as e:  # the rest of the run stands without it
+            print(f"colltune: the overlap study failed: {e}", file=sys.stderr)
     except BenchInterrupted as e:
         run.add_bench(e.doc)
         run.finish("interrupted", "interrupted by the user")

@@ -149,6 +149,26 @@ def plot(doc: dict, outdir: Path) -> list[str]:
     return files
 
 
+def overlap_bench(doc: dict) -> dict:
+    """The study as a colltune-bench/1 document for the store (op 'overlap')."""
+    return {"schema": "colltune-bench/1", "op": "overlap", "overlap": doc,
+            "results": [{"algorithm": name, "size": st["bytes"], "ranks_used": row["n"],
+                         "median_us": r["total_us"], "overlap_pct": r["overlap_pct"]}
+                        for st in doc["studies"] for row in st["rows"]
+                        for name, r in row["results"].items()]}
+
+
+def short_study(build: MPIBuild, nproc: int) -> dict:
+    """`colltune run`'s step: bcast of 256 KiB at N = Nproc - 1 (Nproc on 2 cores, where no
+    core is left for a progress thread), S = 0 and 1, few iterations, no peer MPI."""
+    n = max(2, nproc - 1)
+    st = study(build, "bcast", nproc=max(nproc, n), ns=[n], nbytes=256 << 10, splits=[0, 1],
+               alg="binomial", iters=5, peers={}, log=lambda m: None)
+    print(table(st))
+    return {"schema": SCHEMA, "schema_version": 1, "created_at": time.strftime("%FT%T%z"),
+            "mpi": build.name, "peers": [], "studies": [st], "complete": True}
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     from .commands import _size
 
@@ -217,12 +237,7 @@ def cmd_overlap(args: argparse.Namespace) -> int:
 
         with Store.open() as store:
             run = store.begin_run("overlap", sys.argv[1:], ranks=args.nproc, binding="core")
-            run.add_bench({"schema": "colltune-bench/1", "op": "overlap", "overlap": doc,
-                           "results": [{"algorithm": name, "size": st["bytes"],
-                                        "ranks_used": row["n"], "median_us": r["total_us"],
-                                        "overlap_pct": r["overlap_pct"]}
-                                       for st in doc["studies"] for row in st["rows"]
-                                       for name, r in row["results"].items()]})
+            run.add_bench(overlap_bench(doc))
             run.finish(status)
             print(f"recorded as run {run.id} in {store.path}")
     print(f"overlap study: {args.output}; plots in {outdir}/")

@@ -299,6 +299,7 @@ def _mpi_html(run: dict) -> str:
 
 from .model_report import (  # noqa: E402  (they import report lazily)
     SPECIAL_BENCHES,
+    overlap_section,
     p2p_section,
     validation_section,
 )
@@ -310,6 +311,7 @@ REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     machine_section,
     p2p_section,
     validation_section,
+    overlap_section,
 ]
 
 
