@@ -66,16 +66,6 @@ static void format_message(char *msg, size_t len, const char *fmt, va_list ap)
     vsnprintf(msg + n, len - (size_t)n, fmt, ap);
 }
 
-static int raise_error(MPI_Comm comm, int errclass, const char *fmt, ...)
-{
-    char msg[MPI_MAX_ERROR_STRING];
-    va_list ap;
-    va_start(ap, fmt);
-    format_message(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return raise_message(comm, errclass, msg);
-}
-
 int ct_raise_error(MPI_Comm comm, int errclass, const char *fmt, ...)
 {
     char msg[MPI_MAX_ERROR_STRING];
@@ -580,7 +570,7 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     if (c->comm == MPI_COMM_NULL) {
         if (native_on_reject)
             return ct_call_native(c);
-        return raise_error(MPI_COMM_NULL, MPI_ERR_COMM, "%s on MPI_COMM_NULL", cname);
+        return ct_raise_error(MPI_COMM_NULL, MPI_ERR_COMM, "%s on MPI_COMM_NULL", cname);
     }
     if ((rc = PMPI_Comm_test_inter(c->comm, &inter)) != MPI_SUCCESS)
         return native_on_reject ? ct_call_native(c) : rc;
@@ -625,10 +615,10 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
         memset(&x, 0, sizeof x);
         if ((rc = ct_exec_describe_type(&x, c->recvtype)) != MPI_SUCCESS)
             return native_on_reject ? ct_call_native(c)
-                                    : raise_error(c->comm, rc, "%s: invalid datatype", cname);
+                                    : ct_raise_error(c->comm, rc, "%s: invalid datatype", cname);
     }
     if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
-        return raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
+        return ct_raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
     if (!job)
         job = &st->job;
     job->empty = 0;
@@ -659,7 +649,7 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
         rc = setup_movement(c, st, job, &p, e);
     }
     if (rc != MPI_SUCCESS)
-        return raise_error(c->comm, rc, "%s/%s: failed (%s)", cname, e->info.name,
+        return ct_raise_error(c->comm, rc, "%s/%s: failed (%s)", cname, e->info.name,
                            rc == MPI_ERR_NO_MEM  ? "out of memory"
                            : rc == MPI_ERR_INTERN ? "no schedule could be generated"
                                                   : "MPI error");
@@ -684,7 +674,7 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
             rc = ct_job_finish(job);
     }
     if (rc != MPI_SUCCESS)
-        return raise_error(c->comm, rc, "%s/%s: failed (%s)", ct_coll_name(c->coll),
+        return ct_raise_error(c->comm, rc, "%s/%s: failed (%s)", ct_coll_name(c->coll),
                            job->alg->info.name,
                            rc == MPI_ERR_NO_MEM ? "out of memory" : "MPI error");
     return MPI_SUCCESS;

@@ -366,26 +366,22 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    ct_nbc_drive(1, request, 1);
-    return PMPI_Wait(request, status);
+    return ct_wait(request, status);
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    ct_nbc_drive(1, request, 0);
-    return PMPI_Test(request, flag, status);
+    return ct_test(request, flag, status);
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
-    ct_nbc_drive(count, requests, 1);
-    return PMPI_Waitall(count, requests, statuses);
+    return ct_waitall(count, requests, statuses);
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
-    ct_nbc_drive(count, requests, 0);
-    return PMPI_Testall(count, requests, flag, statuses);
+    return ct_testall(count, requests, flag, statuses);
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)

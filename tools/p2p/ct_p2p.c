@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../probe/stats.h"
 #include "topo.h"
 
 #define MAX_SIZES 1024
@@ -108,18 +109,6 @@ static int cmp_long(const void *a, const void *b)
 {
     long x = *(const long *)a, y = *(const long *)b;
     return (x > y) - (x < y);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* 2^(k + i/per) rounded, min..max, without repeats (small sizes round to the same byte). */
@@ -325,8 +314,8 @@ static void measure_os(struct point *p)
         }
     }
     if (rank == 0) {
-        p->os = median(samples, p->iters);
-        p->isw = median(samples2, p->iters);
+        p->os = ct_median(samples, p->iters);
+        p->isw = ct_median(samples2, p->iters);
     }
 }
 
@@ -348,7 +337,7 @@ static void measure_oneway(struct point *p)
         }
     }
     if (rank == 0)
-        p->oneway = median(samples, p->iters);
+        p->oneway = ct_median(samples, p->iters);
 }
 
 /* The mode: the receiver posts its receive only after busy-waiting D without entering MPI.
@@ -378,7 +367,7 @@ static void measure_mode(struct point *p)
     int code = 0;
     if (rank == 0) {
         p->delay = d;
-        p->late = median(samples, MODE_SAMPLES);
+        p->late = ct_median(samples, MODE_SAMPLES);
         code = p->late >= d / 2 ? 2 : p->os >= 0.5 * p->isw ? 1 : 0;
         p->mode = code == 2 ? "rendezvous" : code == 1 ? "blocking" : "immediate";
     }
@@ -412,7 +401,7 @@ static void measure_or(struct point *p)
         }
     }
     if (rank == 1) {
-        double v = median(samples, p->iters);
+        double v = ct_median(samples, p->iters);
         MPI_Send(&v, 1, MPI_DOUBLE, 0, TAG_DONE, MPI_COMM_WORLD);
     } else {
         MPI_Recv(&p->orr, 1, MPI_DOUBLE, 1, TAG_DONE, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
@@ -450,8 +439,8 @@ static void batch(struct point *p, int k, int wait_each, double *os_k, double *g
         }
     }
     if (rank == 0) {
-        *os_k = median(samples, p->iters);
-        *g_k = median(samples2, p->iters);
+        *os_k = ct_median(samples, p->iters);
+        *g_k = ct_median(samples2, p->iters);
     }
 }
 
@@ -471,8 +460,8 @@ static void measure_local(struct point *p)
     /* the copy must not be optimised away */
     if (local_dst[p->size - 1] != SB(0)[p->size - 1])
         fprintf(stderr, "ct_p2p: copy check failed\n");
-    p->copy = median(samples, p->iters);
-    p->reduce = median(samples2, p->iters);
+    p->copy = ct_median(samples, p->iters);
+    p->reduce = ct_median(samples2, p->iters);
 }
 
 static void print_array(const char *name, const double *v, int n)

@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stats.h"
 #include "topo.h"
 
 #define SLOT 1024 /* the traversal stride */
@@ -44,18 +45,6 @@ static double now_ns(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 /* xorshift64*: a fixed seed per thread, so a run is reproducible. */
@@ -320,7 +309,7 @@ static void *traverse_thread(void *arg)
     for (int r = 1; r < reps; r++)
         if (t[r] < w->best)
             w->best = t[r];
-    w->med = median(t, reps);
+    w->med = ct_median(t, reps);
     return NULL;
 }
 
@@ -456,7 +445,7 @@ static void *copy_thread(void *arg)
             if (t[r] < best)
                 best = t[r];
         w->best = 2.0 * (double)w->bytes / best;
-        w->med = 2.0 * (double)w->bytes / median(t, reps);
+        w->med = 2.0 * (double)w->bytes / ct_median(t, reps);
     }
     return NULL;
 }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stats.h"
 #include "topo.h"
 
 static int rank, nprocs;
@@ -30,12 +31,6 @@ static const char *opt(int argc, char **argv, const char *name, const char *def)
         if (!strcmp(argv[i], name))
             return argv[i + 1];
     return def;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* One-way latency (us) of `bytes` between ranks a and b, min and median over reps; called
@@ -64,7 +59,7 @@ static void pingpong(int a, int b, char *buf, long bytes, int iters, int reps, d
     }
     *best = *med = 0;
     if (rank == a) {
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        qsort(t, (size_t)reps, sizeof *t, ct_cmp_double);
         *best = t[0];
         *med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
         if (a != 0) {
