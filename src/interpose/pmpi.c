@@ -8,7 +8,8 @@
  *   1. forced by the environment: COLLTUNE_<OP>_ALGORITHM=<name> with <OP> one
  *      of BCAST, REDUCE, ALLREDUCE, SCATTER, GATHER, ALLGATHER, ALLTOALL,
  *      BARRIER, and COLLTUNE_SEGSIZE=bytes for segmentable algorithms;
- *   2. the tuning table (ct_table_lookup; no table is loaded yet);
+ *   2. the tuning table COLLTUNE_TABLE=file names (docs/TABLE.md; one made for
+ *      another machine or MPI is refused with a warning, and calls go native);
  *   3. the native collective.
  * Inter-communicators, calls whose arguments colltune would refuse (so the
  * application sees native MPI's own error), and algorithms that cannot serve
@@ -103,6 +104,15 @@ static void read_env(void)
     }
     const char *log = getenv("COLLTUNE_LOG");
     log_debug = log && strcmp(log, "debug") == 0;
+    const char *table = getenv("COLLTUNE_TABLE");
+    char why[512];
+    if (table && *table && ct_table_load(table, why, sizeof why) != 0) {
+        int rank = 0;
+        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        if (rank == 0) /* once, not once per rank */
+            fprintf(stderr, "colltune: COLLTUNE_TABLE not used: %s; every call goes native\n",
+                    why);
+    }
 }
 
 /* "binomial, chain, ..." for the error message of an unknown name. */

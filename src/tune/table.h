@@ -2,8 +2,8 @@
  * The tuning table's lookup, as the drop-in and the API use it: for one
  * {collective, communicator size, message size}, the best {algorithm, segment
  * size}, or "no entry" (then the caller runs the native collective).
- * The tuner that writes tables, and the loader behind this lookup, come with
- * the autotuning work; until a table is loaded every lookup answers "no entry".
+ * `colltune tune` writes tables (docs/TABLE.md); the drop-in loads the one
+ * COLLTUNE_TABLE names. With none loaded every lookup answers "no entry".
  */
 #ifndef CT_TABLE_H
 #define CT_TABLE_H
@@ -15,8 +15,18 @@ typedef struct ct_table_choice {
     long long segsize;     /* bytes; 0 = the algorithm's default */
 } ct_table_choice;
 
-/* 0 and *choice filled when the loaded table has an entry for this call;
- * -1 when it has none or no table is loaded. */
+/* 0 and *choice filled when the loaded table has an entry for this call (the
+ * nearest communicator size, then the nearest message size, both in log scale,
+ * the smaller on ties) naming a colltune algorithm; -1 when its winner there is
+ * native, when it has no entry for the operation, or when no table is loaded. */
 int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choice *choice);
+
+/* Loads a colltune-table/1 file as the table of every lookup (replacing any).
+ * -1 with the reason in why: unreadable, malformed, another schema version, or
+ * made for another machine (CPU model, core count) or MPI (implementation,
+ * version; checked once MPI is initialized). */
+int ct_table_load(const char *path, char *why, size_t len);
+int ct_table_loaded(void);
+void ct_table_unload(void);
 
 #endif
