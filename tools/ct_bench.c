@@ -33,7 +33,7 @@ typedef struct bench_args {
     long long min_size, max_size, segsize;
     long long segsizes[32]; /* --segsizes: each segmentable algorithm once per size */
     int nsegsizes;
-    int iters, warmup, root, check, progress, radix;
+    int iters, warmup, root, check, progress, radix, serve;
     const char *json, *binding;
 } bench_args;
 
@@ -46,7 +46,8 @@ static void usage(void)
                 "usage: ct_bench --op bcast|reduce|allreduce|scatter|gather|allgather|alltoall|"
                 "barrier\n  [--algs a,b,...|all] [--min B] [--max B] [--iters N] [--warmup N] "
                 "[--segsize B]\n  [--segsizes B,B,...] [--radix K] [--root R] [--check] [--progress] "
-                "[--binding LABEL] [--json FILE]\n");
+                "[--binding LABEL] [--json FILE]\n  [--serve: measure the 'ALG SEGSIZE SIZE "
+                "ITERS' lines read on stdin, one JSON line each, until 'quit']\n");
 }
 
 static int parse(int argc, char **argv, bench_args *a)
@@ -65,6 +66,10 @@ static int parse(int argc, char **argv, bench_args *a)
         }
         if (!strcmp(k, "--progress")) {
             a->progress = 1;
+            continue;
+        }
+        if (!strcmp(k, "--serve")) {
+            a->serve = 1;
             continue;
         }
         if (!v)
@@ -328,6 +333,78 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     memset(sbuf, 0, maxbytes);
+
+    if (a.serve) {
+        /* The tuner's measurement server: one job, many candidates, each chosen after the
+         * previous result (MGD, SMGD), so mpiexec's start-up is paid once. */
+        for (;;) {
+            char line[256] = "quit";
+            if (rank == 0 && !fgets(line, sizeof line, stdin))
+                snprintf(line, sizeof line, "quit");
+            MPI_Bcast(line, (int)sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
+            if (!strncmp(line, "quit", 4))
+                break;
+            char alg[64];
+            long long seg = 0, size = 0;
+            int iters = 0;
+            const ct_algorithm_info *info = NULL;
+            if (sscanf(line, "%63s %lld %lld %d", alg, &seg, &size, &iters) != 4 ||
+                !(info = ct_algorithm_find(a.coll, alg)) || size < first_size ||
+                size > last_size || seg < 0) {
+                if (rank == 0) {
+                    printf("{\"error\":\"bad request (algorithm, segsize >= 0, size within "
+                           "--min..--max, iterations)\"}\n");
+                    fflush(stdout);
+                }
+                continue;
+            }
+            ct_options o;
+            ct_options_init(&o);
+            o.algorithm = info->name;
+            o.radix = a.radix;
+            if (seg > 0 && (info->flags & CT_ALG_SEGMENTABLE)) {
+                o.has_segsize = 1;
+                o.segsize = seg;
+            }
+            int count = (int)((size + esize - 1) / esize);
+            size_t bytes = (size_t)count * (size_t)esize;
+            if (iters <= 0)
+                iters = iterations_for(&a, size);
+            if (iters > maxiters)
+                iters = maxiters;
+            fill(&a, sbuf, rbuf, bytes, count);
+            int rc = MPI_SUCCESS;
+            for (int i = 0; i < 2; i++)
+                rc |= run_once(&a, &o, sbuf, rbuf, count, dt);
+            MPI_Barrier(MPI_COMM_WORLD);
+            for (int i = 0; i < iters; i++) {
+                double t0 = MPI_Wtime();
+                rc |= run_once(&a, &o, sbuf, rbuf, count, dt);
+                times[i] = (MPI_Wtime() - t0) * 1e6;
+                MPI_Barrier(MPI_COMM_WORLD);
+            }
+            MPI_Reduce(times, slowest, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (rank == 0) {
+                memcpy(sorted, slowest, sizeof(double) * (size_t)iters);
+                qsort(sorted, (size_t)iters, sizeof(double), cmp_double);
+                double median = iters % 2 ? sorted[iters / 2]
+                                          : 0.5 * (sorted[iters / 2 - 1] + sorted[iters / 2]);
+                printf("{\"algorithm\":\"%s\",\"segsize\":%lld,\"size\":%lld,"
+                       "\"median_us\":%.3f,\"iterations\":%d,\"ok\":%s}\n",
+                       info->name, o.has_segsize ? o.segsize : 0, size, median, iters,
+                       rc == MPI_SUCCESS ? "true" : "false");
+                fflush(stdout);
+            }
+        }
+        free(sbuf);
+        free(rbuf);
+        free(ref);
+        free(times);
+        free(slowest);
+        free(sorted);
+        MPI_Finalize();
+        return 0;
+    }
 
     char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int liblen;
