@@ -62,8 +62,14 @@ typedef struct ct_options {
 
 #define CT_SPLIT_AUTO (-1)
 
-/* Fills *opts with the automatic choice. */
+/* Fills *opts with the automatic choice: the loaded tuning table's (see
+ * ct_table_use), else the native collective. */
 void ct_options_init(ct_options *opts);
+
+/* Loads a tuning table made by `colltune tune` (docs/TABLE.md) for every call
+ * made without an algorithm. MPI_SUCCESS, or MPI_ERR_OTHER with the reason in
+ * why (unreadable, another schema version, another machine or MPI). */
+int ct_table_use(const char *path, char *why, int len);
 
 /* Broadcast, as MPI_Bcast. */
 int ct_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,

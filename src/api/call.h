@@ -33,6 +33,11 @@ typedef struct ct_call {
 int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
                 const char **ran);
 
+/* Bytes per rank the call moves (the message, the vector, or one rank's block
+ * of the data-movement operations; 0 for the barrier), for the tuning table and
+ * the log; -1 when the arguments make no sense. */
+long long ct_call_bytes(const ct_call *c);
+
 /* The MPI library's own collective for c (through PMPI): the non-blocking one
  * when c->request is set. */
 int ct_call_native(const ct_call *c);

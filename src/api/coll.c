@@ -14,6 +14,7 @@
 #include "call.h"
 #include "colltune.h"
 #include "job.h"
+#include "../tune/table.h"
 
 void ct_options_init(ct_options *opts)
 {
@@ -559,6 +560,25 @@ int ct_job_finish(ct_job *job)
 
 /* ---- The common path ---------------------------------------------------- */
 
+/* Bytes per rank the call moves (the block of the data-movement operations),
+ * for the tuning table and the log; -1 when the arguments make no sense. */
+long long ct_call_bytes(const ct_call *c)
+{
+    int rank = 0, tsize = 0;
+    if (c->coll == CT_BARRIER)
+        return 0;
+    if (c->comm != MPI_COMM_NULL)
+        PMPI_Comm_rank(c->comm, &rank);
+    int use_send = (c->coll == CT_GATHER && rank != c->root) ||
+                   (c->coll == CT_SCATTER && rank == c->root && c->recvbuf == MPI_IN_PLACE);
+    MPI_Datatype t = use_send ? c->sendtype : c->recvtype;
+    int count = use_send ? c->sendcount : c->recvcount;
+    if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &tsize) != MPI_SUCCESS)
+        return -1;
+    return (long long)count * tsize;
+}
+
+
 int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reject,
                     ct_job *job, int *go, const char **ran)
 {
@@ -580,6 +600,21 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
         return native_on_reject ? ct_call_native(c) : raise_message(c->comm, why.cls, why.msg);
 
     const char *alg = (opts && opts->algorithm && opts->algorithm[0]) ? opts->algorithm : NULL;
+    ct_options tuned;
+    ct_table_choice choice;
+    if (!alg && ct_table_loaded() &&
+        ct_table_lookup(c->coll, size, ct_call_bytes(c), &choice) == 0) {
+        /* No algorithm asked for: the loaded tuning table's choice (COLLTUNE_TABLE, or
+         * ct_table_use). */
+        if (opts)
+            tuned = *opts;
+        else
+            ct_options_init(&tuned);
+        tuned.algorithm = alg = choice.algorithm;
+        tuned.has_segsize = choice.segsize > 0;
+        tuned.segsize = choice.segsize;
+        opts = &tuned;
+    }
     const ct_registry_entry *e = ct_registry_find(c->coll, alg ? alg : "native");
     if (!e)
         refuse(&why, MPI_ERR_ARG, "unknown %s algorithm '%s'", cname, alg);
@@ -748,4 +783,15 @@ int ct_barrier(MPI_Comm comm, const ct_options *opts)
     ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
                  MPI_OP_NULL, 0,    comm, NULL};
     return run_public(&c, opts);
+}
+
+int ct_table_use(const char *path, char *why, int len)
+{
+    char buf[512];
+    if (ct_table_load(path, buf, sizeof buf) != 0) {
+        if (why && len > 0)
+            snprintf(why, (size_t)len, "%s", buf);
+        return MPI_ERR_OTHER;
+    }
+    return MPI_SUCCESS;
 }

@@ -231,29 +231,11 @@ static int is_inter(MPI_Comm comm)
     return comm != MPI_COMM_NULL && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter;
 }
 
-/* Bytes per rank the call moves (the block of the data-movement operations),
- * for the tuning table and the log; -1 when the arguments make no sense. */
-static long long call_bytes(const ct_call *c)
-{
-    int rank = 0, tsize = 0;
-    if (c->coll == CT_BARRIER)
-        return 0;
-    if (c->comm != MPI_COMM_NULL)
-        PMPI_Comm_rank(c->comm, &rank);
-    int use_send = (c->coll == CT_GATHER && rank != c->root) ||
-                   (c->coll == CT_SCATTER && rank == c->root && c->recvbuf == MPI_IN_PLACE);
-    MPI_Datatype t = use_send ? c->sendtype : c->recvtype;
-    int count = use_send ? c->sendcount : c->recvcount;
-    if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &tsize) != MPI_SUCCESS)
-        return -1;
-    return (long long)count * tsize;
-}
-
 static int intercept(const ct_call *c)
 {
     ct_options o;
     int err = MPI_SUCCESS;
-    long long bytes = call_bytes(c);
+    long long bytes = ct_call_bytes(c);
     int native = is_inter(c->comm) || choose(c->coll, c->comm, bytes, &o, &err);
     if (err != MPI_SUCCESS)
         return err;

@@ -1,0 +1,345 @@
+"""`colltune tune`: the autotuner of Vadhiyar, Fagg and Dongarra (seed paper sections 2-3).
+
+For a grid of {operation, process count, message size} it finds the best {algorithm, segment
+size}, the native collective always a candidate, with a search strategy from search.py
+(exhaustive, MGD, SMGD, pipeline, model-guided). Measurements come from one `ct_bench
+--serve` job per {operation, process count}: the strategy asks for one candidate at a time and
+mpiexec starts once. The table (docs/TABLE.md) is written after every grid point, so a killed
+run keeps what it tuned and the next run with the same output resumes; `--export` writes the
+Open MPI and MPICH rule files from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .commands import COLLS, _size, human_size
+from .mpi import MPIBuild, MPIError, describe_library, stop_process_group
+from .progress import ProgressBar
+
+TABLE_SCHEMA = "colltune-table"
+SEG_MIN = 1024
+
+
+class TuneError(RuntimeError):
+    pass
+
+
+class Server:
+    """One `ct_bench --serve` job: candidates in, medians out."""
+
+    def __init__(self, build: MPIBuild, op: str, ranks: int, max_size: int):
+        program = [str(build.tool("ct_bench")), "--op", op, "--min", "0" if op == "barrier"
+                   else "1", "--max", str(max(max_size, 8)), "--serve"]
+        self.cmd = build.launch_command(ranks, program, bind=True)
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, bufsize=1,
+                                     env={**os.environ, **build.launch_env(ranks)},
+                                     start_new_session=True)
+        self.calls = 0
+
+    def evaluate(self, alg: str, segsize: int, size: int, iters: int) -> float:
+        self.proc.stdin.write(f"{alg} {segsize} {size} {iters}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            err = self.proc.stderr.read()[-800:]
+            raise TuneError(f"the measurement job ended: {shlex.join(self.cmd)}\n{err}")
+        r = json.loads(line)
+        if "error" in r or not r.get("ok", True):
+            raise TuneError(f"{alg} segsize {segsize} at {size} B: {r.get('error', 'failed')}")
+        self.calls += 1
+        return float(r["median_us"])
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            stop_process_group(self.proc, 5)
+
+
+def methods_for(registry: list[dict], op: str, size: int) -> dict[str, list[int]]:
+    """Every algorithm of op (native included) and the segment sizes worth trying at size:
+    1 KiB, 2 KiB, ... below the message and the whole message (0: unsegmented)."""
+    out = {}
+    for a in registry:
+        if a["coll"] != op:
+            continue
+        if a["segmentable"] and size > SEG_MIN:
+            segs, s = [], SEG_MIN
+            while s < size:
+                segs.append(s)
+                s *= 2
+            out[a["name"]] = [*segs, 0]
+        else:
+            out[a["name"]] = [0]
+    return out
+
+
+def parse_ranks(text: str | None, cores: int) -> list[int]:
+    if not text:
+        return list(range(2, max(2, cores) + 1))
+    out: list[int] = []
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        out += range(int(a), int(b or a) + 1)
+    return sorted(set(out))
+
+
+def parse_sizes(text: str | None, reduced: bool) -> list[int]:
+    from .search import grid_sizes, reduced_sizes
+
+    if text:
+        lo, _, hi = text.partition("-")
+        return grid_sizes(_size(lo), _size(hi or lo))
+    return reduced_sizes() if reduced else grid_sizes(8, 4 << 20)
+
+
+def machine_id() -> dict:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {"hostname": os.uname().nodename, "cpu_model": model,
+            "logical_cores": os.cpu_count() or 1}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from .search import STRATEGIES
+
+    p = sub.add_parser("tune", help="find the best algorithm and segment size per operation, "
+                                    "process count and size; write the tuning table")
+    p.add_argument("--strategy", choices=sorted(STRATEGIES), default="model")
+    p.add_argument("--ops", default=",".join(COLLS), help="operations (default: all eight)")
+    p.add_argument("--ranks", default=None, help="process counts, e.g. 2-16 or 4,8,16 "
+                                                  "(default: 2 to the cores)")
+    p.add_argument("--sizes", default=None, help="size range, e.g. 8-4M (powers of two)")
+    p.add_argument("--reduced", action="store_true",
+                   help="the reduced primary grid (looked up between points at run time)")
+    p.add_argument("--from-monitor", default=None, metavar="FILE",
+                   help="tune only the (op, ranks, size) calls listed in a JSON file "
+                        "([{'op':..,'ranks':..,'size_bytes':..}, ...]) from a monitored run")
+    p.add_argument("--iters", type=int, default=20, help="timed iterations a candidate")
+    p.add_argument("--top", type=int, default=3, help="model strategy: candidates measured")
+    p.add_argument("--p2p", default="p2p.json", help="model strategy: the p2p costs")
+    p.add_argument("-o", "--output", default="colltune-table.json")
+    p.add_argument("--export", default=None, help="also write ompi, ompi-json and/or mpich "
+                                                   "rule files (comma list)")
+    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--no-record", action="store_true")
+    p.set_defaults(func=cmd_tune)
+
+
+def load_previous(path: str, strategy: str, mpi: dict) -> dict:
+    """The entries of an earlier run of the same strategy and MPI at `path`, to resume."""
+    try:
+        old = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+    if old.get("schema") != TABLE_SCHEMA or old.get("strategy") != strategy or \
+            old.get("mpi", {}).get("build") != mpi.get("build"):
+        return {}
+    return {(e["op"], e["ranks"], e["size_bytes"]): e for e in old.get("entries", [])}
+
+
+def write_table(doc: dict, path: str) -> None:
+    tmp = f"{path}.tmp"
+    Path(tmp).write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, path)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .search import STRATEGIES
+
+    try:
+        build = MPIBuild.select(args.mpi)
+        registry = build.registry()
+        ops = [o.strip() for o in args.ops.split(",") if o.strip()]
+        bad = [o for o in ops if o not in COLLS]
+        if bad:
+            raise ValueError(f"unknown operation(s) {', '.join(bad)}")
+        if args.from_monitor:
+            calls = json.loads(Path(args.from_monitor).read_text())
+            points = sorted({(c["op"], int(c["ranks"]), int(c["size_bytes"])) for c in calls
+                             if c["op"] in ops})
+        else:
+            ranks = parse_ranks(args.ranks, os.cpu_count() or 1)
+            sizes = parse_sizes(args.sizes, args.reduced)
+            points = [(op, n, 0 if op == "barrier" else s) for op in ops for n in ranks
+                      for s in (sizes if op != "barrier" else [0])]
+        if not points or min(p[1] for p in points) < 1:
+            raise ValueError("nothing to tune")
+    except (MPIError, ValueError, OSError, KeyError) as e:
+        print(f"colltune tune: {e}", file=sys.stderr)
+        return 2
+    predict_model = None
+    if args.strategy == "model":
+        from .model import Model, load_p2p
+
+        try:
+            if not Path(args.p2p).exists():
+                from .p2p import measure_p2p
+
+                print(f"colltune tune: {args.p2p} not found: measuring it first (quick)",
+                      file=sys.stderr)
+                measure_p2p(build, quick=True, output=args.p2p)
+            predict_model = Model.from_p2p(build, load_p2p(args.p2p))
+        except Exception as e:  # noqa: BLE001 - any failure here is the model's, said plainly
+            print(f"colltune tune: the model strategy needs point-to-point costs: {e}",
+                  file=sys.stderr)
+            return 2
+    mpi = {"build": build.name, **describe_library(build_library(build))}
+    mpi.pop("library", None)
+    done = load_previous(args.output, args.strategy, mpi)
+    doc = {"schema": TABLE_SCHEMA, "schema_version": 1, "colltune_version": _version(),
+           "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_id(),
+           "mpi": mpi, "strategy": args.strategy, "entries": []}
+    todo = [p for p in points if p not in done]
+    doc["entries"] = [done[p] for p in points if p in done]
+    if done:
+        print(f"colltune tune: resuming {args.output}: {len(points) - len(todo)} of "
+              f"{len(points)} points already tuned", file=sys.stderr)
+    strategy = STRATEGIES[args.strategy]
+    bar = ProgressBar(f"tune ({args.strategy})")
+    started = time.monotonic()
+    status, evaluations = "complete", 0
+    servers: dict[tuple[str, int], Server] = {}
+    try:
+        for i, (op, n, size) in enumerate(todo):
+            key = (op, n)
+            if key not in servers:
+                for s in servers.values():
+                    s.close()
+                servers.clear()
+                max_size = max(p[2] for p in todo if p[0] == op and p[1] == n)
+                servers[key] = Server(build, op, n, max_size)
+            server = servers[key]
+            methods = methods_for(registry, op, size)
+
+            def evaluate(alg, seg, _size=size, _server=server):
+                return _server.evaluate(alg, seg, _size, args.iters)
+
+            opts = {}
+            if predict_model is not None:
+                opts["predict"] = (lambda alg, seg, _op=op, _size=size, _n=n:
+                                   float("inf") if alg == "native" else
+                                   predict_model.predict(_op, alg, _size, _n, segsize=seg)
+                                   ["predicted_us"])
+                opts["top"] = args.top
+            if args.strategy == "pipeline":
+                opts["evaluate_pipeline"] = evaluate
+            res = strategy(methods, evaluate, **opts)
+            evaluations += res.evaluations
+            native = res.evaluated.get(("native", 0))
+            doc["entries"].append({"op": op, "ranks": n, "size_bytes": size,
+                                   "algorithm": res.algorithm, "segsize": res.segsize,
+                                   "time_us": round(res.time_us, 3),
+                                   "native_us": None if native is None else round(native, 3),
+                                   "evaluations": res.evaluations})
+            write_table(doc, args.output)
+            bar.update(i + 1, len(todo))
+    except KeyboardInterrupt:
+        status = "interrupted"
+    except TuneError as e:
+        status = "failed"
+        print(f"\ncolltune tune: {e}", file=sys.stderr)
+    finally:
+        for s in servers.values():
+            s.close()
+        bar.done()
+    elapsed = time.monotonic() - started
+    write_table(doc, args.output)
+    print(summary(doc, evaluations, elapsed))
+    if args.export and doc["entries"]:
+        for fmt in args.export.split(","):
+            path = export_table(doc, fmt.strip(), args.output)
+            print(f"exported {fmt.strip()}: {path}")
+    if not args.no_record:
+        from .store import Store
+
+        with Store.open() as store:
+            run = store.begin_run("tune", sys.argv[1:], ranks=max(p[1] for p in points),
+                                  binding="core")
+            run.add_bench(tune_bench(doc, evaluations, elapsed))
+            run.finish(status)
+            print(f"recorded as run {run.id} in {store.path}")
+    print(f"table: {args.output}")
+    if status == "interrupted":
+        print("colltune tune: interrupted; run the same command again to resume",
+              file=sys.stderr)
+    return {"complete": 0, "interrupted": 130}.get(status, 1)
+
+
+def build_library(build: MPIBuild) -> str:
+    """MPI_Get_library_version's first line, from a one-rank ct_bench run of nothing."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "b.jsonl"
+        cmd = build.launch_command(1, [str(build.tool("ct_bench")), "--op", "barrier",
+                                       "--iters", "1", "--json", str(out)], bind=False)
+        subprocess.run(cmd, capture_output=True, text=True, timeout=120,
+                       env={**os.environ, **build.launch_env(1)})
+        try:
+            return json.loads(out.read_text().splitlines()[0])["mpi"]["library"]
+        except (OSError, ValueError, IndexError, KeyError):
+            return ""
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def export_table(doc: dict, fmt: str, output: str) -> str:
+    from . import export
+
+    writers = {"ompi": (export.export_ompi_rules, ".ompi-rules.txt"),
+               "ompi-json": (export.export_ompi_json, ".ompi-rules.json"),
+               "mpich": (export.export_mpich_json, ".mpich-selection.json")}
+    if fmt not in writers:
+        raise SystemExit(f"colltune tune: unknown export format {fmt} (ompi, ompi-json, mpich)")
+    fn, suffix = writers[fmt]
+    path = str(Path(output).with_suffix("")) + suffix
+    Path(path).write_text(fn(doc))
+    return path
+
+
+def summary(doc: dict, evaluations: int, elapsed: float) -> str:
+    entries = doc["entries"]
+    wins = [e for e in entries if e["algorithm"] != "native" and e.get("native_us")]
+    gains = [e["native_us"] / e["time_us"] for e in wins if e["time_us"] > 0]
+    lines = [f"tuned {len(entries)} point(s) with {doc['strategy']} in {elapsed:.0f} s, "
+             f"{evaluations} measurement(s) this run; colltune chosen at {len(wins)} point(s)"
+             + (f", {min(gains):.2f}x to {max(gains):.2f}x faster than native there"
+                if gains else "")]
+    for e in entries[:12]:
+        seg = f" seg {human_size(e['segsize'])}" if e["segsize"] else ""
+        lines.append(f"  {e['op']:<10} {e['ranks']:>4} ranks {human_size(e['size_bytes']):>9}: "
+                     f"{e['algorithm']}{seg} {e['time_us']:.1f} us")
+    if len(entries) > 12:
+        lines.append(f"  ... {len(entries) - 12} more in the table")
+    return "\n".join(lines)
+
+
+def tune_bench(doc: dict, evaluations: int, elapsed: float) -> dict:
+    return {"schema": "colltune-bench/1", "op": "tune", "tune": {**doc, "evaluations":
+                                                               evaluations, "elapsed_s": elapsed},
+            "results": [{"algorithm": e["algorithm"], "size": e["size_bytes"],
+                         "ranks_used": e["ranks"], "median_us": e["time_us"],
+                         "native_us": e["native_us"], "op_tuned": e["op"]}
+                        for e in doc["entries"]]}
