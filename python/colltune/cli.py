@@ -19,6 +19,7 @@ from . import (
     probe,
     splittree,
     store_cli,
+    tune,
     validate,
 )
 from .store import sigterm_as_interrupt
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     splittree.register(sub)
     validate.register(sub)
     overlap.register(sub)
+    tune.register(sub)
     store_cli.register(sub)
     return parser
 

@@ -69,7 +69,7 @@ class Server:
 
 def methods_for(registry: list[dict], op: str, size: int) -> dict[str, list[int]]:
     """Every algorithm of op (native included) and the segment sizes worth trying at size:
-    1 KiB, 2 KiB, ... below the message and the whole message (0: unsegmented)."""
+    0 (unsegmented: the whole message at once), then 1 KiB, 2 KiB, ... below the message."""
     out = {}
     for a in registry:
         if a["coll"] != op:
@@ -79,7 +79,7 @@ def methods_for(registry: list[dict], op: str, size: int) -> dict[str, list[int]
             while s < size:
                 segs.append(s)
                 s *= 2
-            out[a["name"]] = [*segs, 0]
+            out[a["name"]] = [0, *segs]
         else:
             out[a["name"]] = [0]
     return out
