@@ -362,6 +362,24 @@ def cmd_run(args: argparse.Namespace) -> int:
             run.add_bench(doc)
             tables.append(comparison_table(doc))
             print(tables[-1] + "\n")
+        print("[tune] model-guided tuning of every operation on a reduced size grid "
+              "(colltune tune --strategy model), tuned vs native")
+        from .tune import TuneError, run_tuning, summary, tune_bench
+
+        try:
+            from .model import Model, load_p2p
+            from .search import reduced_sizes
+
+            predict = Model.from_p2p(build, load_p2p("p2p.json"))
+            points = [(op, args.ranks, 0 if op == "barrier" else s) for op in COLLS
+                      for s in (reduced_sizes(8, args.max) if op != "barrier" else [0])]
+            tdoc, evals, secs, _ = run_tuning(build, build.registry(), points, "model",
+                                              output="colltune-table.json", iters=5,
+                                              predict_model=predict)
+            print(summary(tdoc, evals, secs) + "\n")
+            run.add_bench(tune_bench(tdoc, evals, secs))
+        except (TuneError, ValueError, OSError, MPIError) as e:
+            print(f"colltune: the tuning step failed: {e}", file=sys.stderr)
         print("[overlap] a short overlap study (colltune overlap: 256 KiB bcast, N = Nproc-1)")
         from .overlap import OverlapError, overlap_bench, short_study
 

@@ -301,6 +301,7 @@ from .model_report import (  # noqa: E402  (they import report lazily)
     SPECIAL_BENCHES,
     overlap_section,
     p2p_section,
+    tune_section,
     validation_section,
 )
 from .probe_report import machine_section  # noqa: E402
@@ -312,6 +313,7 @@ REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     p2p_section,
     validation_section,
     overlap_section,
+    tune_section,
 ]
 
 

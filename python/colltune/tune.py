@@ -36,8 +36,8 @@ class Server:
     """One `ct_bench --serve` job: candidates in, medians out."""
 
     def __init__(self, build: MPIBuild, op: str, ranks: int, max_size: int):
-        program = [str(build.tool("ct_bench")), "--op", op, "--min", "0" if op == "barrier"
-                   else "1", "--max", str(max(max_size, 8)), "--serve"]
+        program = [str(build.tool("ct_bench")), "--op", op, "--min", "1", "--max",
+                   str(max(max_size, 8)), "--serve"]  # the barrier's size is 0 whatever they say
         self.cmd = build.launch_command(ranks, program, bind=True)
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1,
@@ -161,8 +161,79 @@ def write_table(doc: dict, path: str) -> None:
     os.replace(tmp, path)
 
 
-def cmd_tune(args: argparse.Namespace) -> int:
+def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, int, int]],
+               strategy_name: str, *, output: str, iters: int, predict_model=None,
+               top: int = 3) -> tuple[dict, int, float, str]:
+    """Tunes every (op, ranks, size) point, resuming what `output` already holds for the same
+    strategy and MPI, writing the table after each point. (doc, measurements, seconds,
+    status: complete, interrupted or failed)."""
     from .search import STRATEGIES
+
+    mpi = {"build": build.name, **describe_library(build_library(build))}
+    mpi.pop("library", None)
+    done = load_previous(output, strategy_name, mpi)
+    doc = {"schema": TABLE_SCHEMA, "schema_version": 1, "colltune_version": _version(),
+           "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_id(),
+           "mpi": mpi, "strategy": strategy_name, "entries": []}
+    todo = [p for p in points if p not in done]
+    doc["entries"] = [done[p] for p in points if p in done]
+    if done:
+        print(f"colltune tune: resuming {output}: {len(points) - len(todo)} of "
+              f"{len(points)} points already tuned", file=sys.stderr)
+    strategy = STRATEGIES[strategy_name]
+    bar = ProgressBar(f"tune ({strategy_name})")
+    started = time.monotonic()
+    status, evaluations = "complete", 0
+    servers: dict[tuple[str, int], Server] = {}
+    try:
+        for i, (op, n, size) in enumerate(todo):
+            key = (op, n)
+            if key not in servers:
+                for s in servers.values():
+                    s.close()
+                servers.clear()
+                max_size = max(p[2] for p in todo if p[0] == op and p[1] == n)
+                servers[key] = Server(build, op, n, max_size)
+            server = servers[key]
+            methods = methods_for(registry, op, size)
+
+            def evaluate(alg, seg, _size=size, _server=server):
+                return _server.evaluate(alg, seg, _size, iters)
+
+            opts = {}
+            if predict_model is not None:
+                opts["predict"] = (lambda alg, seg, _op=op, _size=size, _n=n:
+                                   float("inf") if alg == "native" else
+                                   predict_model.predict(_op, alg, _size, _n, segsize=seg)
+                                   ["predicted_us"])
+                opts["top"] = top
+            if strategy_name == "pipeline":
+                opts["evaluate_pipeline"] = evaluate
+            res = strategy(methods, evaluate, **opts)
+            evaluations += res.evaluations
+            native = res.evaluated.get(("native", 0))
+            doc["entries"].append({"op": op, "ranks": n, "size_bytes": size,
+                                   "algorithm": res.algorithm, "segsize": res.segsize,
+                                   "time_us": round(res.time_us, 3),
+                                   "native_us": None if native is None else round(native, 3),
+                                   "evaluations": res.evaluations})
+            write_table(doc, output)
+            bar.update(i + 1, len(todo))
+    except KeyboardInterrupt:
+        status = "interrupted"
+    except TuneError as e:
+        status = "failed"
+        print(f"\ncolltune tune: {e}", file=sys.stderr)
+    finally:
+        for s in servers.values():
+            s.close()
+        bar.done()
+    elapsed = time.monotonic() - started
+    write_table(doc, output)
+    return doc, evaluations, elapsed, status
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
 
     try:
         build = MPIBuild.select(args.mpi)
@@ -201,67 +272,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
             print(f"colltune tune: the model strategy needs point-to-point costs: {e}",
                   file=sys.stderr)
             return 2
-    mpi = {"build": build.name, **describe_library(build_library(build))}
-    mpi.pop("library", None)
-    done = load_previous(args.output, args.strategy, mpi)
-    doc = {"schema": TABLE_SCHEMA, "schema_version": 1, "colltune_version": _version(),
-           "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_id(),
-           "mpi": mpi, "strategy": args.strategy, "entries": []}
-    todo = [p for p in points if p not in done]
-    doc["entries"] = [done[p] for p in points if p in done]
-    if done:
-        print(f"colltune tune: resuming {args.output}: {len(points) - len(todo)} of "
-              f"{len(points)} points already tuned", file=sys.stderr)
-    strategy = STRATEGIES[args.strategy]
-    bar = ProgressBar(f"tune ({args.strategy})")
-    started = time.monotonic()
-    status, evaluations = "complete", 0
-    servers: dict[tuple[str, int], Server] = {}
-    try:
-        for i, (op, n, size) in enumerate(todo):
-            key = (op, n)
-            if key not in servers:
-                for s in servers.values():
-                    s.close()
-                servers.clear()
-                max_size = max(p[2] for p in todo if p[0] == op and p[1] == n)
-                servers[key] = Server(build, op, n, max_size)
-            server = servers[key]
-            methods = methods_for(registry, op, size)
-
-            def evaluate(alg, seg, _size=size, _server=server):
-                return _server.evaluate(alg, seg, _size, args.iters)
-
-            opts = {}
-            if predict_model is not None:
-                opts["predict"] = (lambda alg, seg, _op=op, _size=size, _n=n:
-                                   float("inf") if alg == "native" else
-                                   predict_model.predict(_op, alg, _size, _n, segsize=seg)
-                                   ["predicted_us"])
-                opts["top"] = args.top
-            if args.strategy == "pipeline":
-                opts["evaluate_pipeline"] = evaluate
-            res = strategy(methods, evaluate, **opts)
-            evaluations += res.evaluations
-            native = res.evaluated.get(("native", 0))
-            doc["entries"].append({"op": op, "ranks": n, "size_bytes": size,
-                                   "algorithm": res.algorithm, "segsize": res.segsize,
-                                   "time_us": round(res.time_us, 3),
-                                   "native_us": None if native is None else round(native, 3),
-                                   "evaluations": res.evaluations})
-            write_table(doc, args.output)
-            bar.update(i + 1, len(todo))
-    except KeyboardInterrupt:
-        status = "interrupted"
-    except TuneError as e:
-        status = "failed"
-        print(f"\ncolltune tune: {e}", file=sys.stderr)
-    finally:
-        for s in servers.values():
-            s.close()
-        bar.done()
-    elapsed = time.monotonic() - started
-    write_table(doc, args.output)
+    doc, evaluations, elapsed, status = run_tuning(
+        build, registry, points, args.strategy, output=args.output, iters=args.iters,
+        predict_model=predict_model, top=args.top)
     print(summary(doc, evaluations, elapsed))
     if args.export and doc["entries"]:
         for fmt in args.export.split(","):
