@@ -13,6 +13,7 @@ import sys
 from . import (
     __version__,
     commands,
+    export,
     model,
     overlap,
     p2p,
@@ -33,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"colltune {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     commands.register(sub)
+    export.register(sub)
     probe.register(sub)
     p2p.register(sub)
     model.register(sub)
