@@ -263,7 +263,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         if args.mpich_base:
             base = json.loads(open(args.mpich_base).read())
     except (tbl.TableFileError, OSError, json.JSONDecodeError) as e:
-        print(f"colltune export: {e}", file=sys.stderr)
+        print(f"colltune export-rules: {e}", file=sys.stderr)
         return 2
     text = (export_mpich_json(doc, base) if args.format == "mpich"
             else FORMATS[args.format](doc))
@@ -275,7 +275,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="tuning table -> Open MPI / MPICH rule file",
+    p = sub.add_parser("export-rules", help="tuning table -> Open MPI / MPICH rule file",
                        description="Turn a colltune tuning table into the rule file Open MPI "
                        "(coll/tuned dynamic rules, classic or JSON) or MPICH (collective "
                        "selection JSON) reads; see docs/EXPORT.md.")

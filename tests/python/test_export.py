@@ -1,4 +1,4 @@
-"""colltune export: the table lookup, the rule ranges, and MPICH taking the exported
+"""colltune export-rules: the table lookup, the rule ranges, and MPICH taking the exported
 selection tree (the probe's user-defined op shows which allreduce algorithm ran)."""
 
 from __future__ import annotations
