@@ -9,6 +9,9 @@
 #                                                   (P2P_ARGS, VALIDATE_ARGS: extra options)
 #   bench/device.sh OUTDIR overlap [OVERLAP-ARGS]   colltune overlap over MPICH, Open MPI as
 #                                                   peer: OUTDIR/overlap.tgz
+#   bench/device.sh OUTDIR tune [NRANKS]            the paper's table 2 cases (8 ranks) with
+#                                                   every strategy, then the model-guided
+#                                                   grid at NRANKS (16) per MPI: OUTDIR/tune.tgz
 # OUTDIR receives few files (the device tool brings back at most 8): the probe's machine
 # file, XML, log and machine description; the study's log and one study.tgz, rewritten after
 # every run so that a cut-off call keeps what finished. The study's own directory is
@@ -78,6 +81,45 @@ model)
         tar czf "$out/model.tgz" -C "$work" .
     done
     ;;
+tune)
+    work=${TUNE_DIR:-/tmp/colltune-device-tune}
+    n=${1:-16}
+    mkdir -p "$work"
+    { date -u; uname -a; lscpu; } >"$work/machine.txt" 2>&1
+    for mpi in mpich openmpi; do build_mpi "$mpi" >"$work/build-$mpi.log" 2>&1; done
+    python3 - "$work" "$n" <<'PY'
+import json, sys
+work, n = sys.argv[1], int(sys.argv[2])
+cases = {"bcast-1K": ("bcast", 1024), "bcast-128K": ("bcast", 131072),
+         "scatter-1K": ("scatter", 1024), "scatter-128K": ("scatter", 131072)}
+for name, (op, size) in cases.items():
+    json.dump([{"op": op, "ranks": 8, "size_bytes": size}], open(f"{work}/case-{name}.json", "w"))
+ops = ["bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier"]
+sizes = [8, 64, 512, 4096, 32768, 262144, 2097152, 4194304]
+json.dump([{"op": o, "ranks": n, "size_bytes": 0 if o == "barrier" else s} for o in ops
+           for s in (sizes if o != "barrier" else [0])], open(f"{work}/grid.json", "w"))
+PY
+    for mpi in mpich openmpi; do
+        COLLTUNE_MPI=$mpi colltune p2p --quick -o "$work/p2p-$mpi.json" >"$work/p2p-$mpi.log" 2>&1
+    done
+    for case in bcast-1K bcast-128K scatter-1K scatter-128K; do
+        for strategy in exhaustive mgd smgd pipeline model; do
+            log "table 2: $case with $strategy"
+            COLLTUNE_MPI=mpich colltune tune --strategy "$strategy" --from-monitor \
+                "$work/case-$case.json" --p2p "$work/p2p-mpich.json" \
+                -o "$work/t2-$case-$strategy.json" 2>&1 | grep -v '\[#*\.*\]' \
+                >"$work/t2-$case-$strategy.log"
+        done
+        tar czf "$out/tune.tgz" -C "$work" .
+    done
+    for mpi in mpich openmpi; do
+        log "model-guided grid at $n ranks with $mpi"
+        COLLTUNE_MPI=$mpi colltune tune --strategy model --from-monitor "$work/grid.json" \
+            --p2p "$work/p2p-$mpi.json" --iters 10 -o "$work/grid-$mpi.json" 2>&1 \
+            | grep -v '\[#*\.*\]' | tee "$work/grid-$mpi.log"
+        tar czf "$out/tune.tgz" -C "$work" .
+    done
+    ;;
 overlap)
     work=${OVERLAP_DIR:-/tmp/colltune-device-overlap}
     mkdir -p "$work"
@@ -105,7 +147,7 @@ study)
         2>&1 | tee -a "$out/study.log"
     ;;
 *)
-    echo "unknown part '$part' (probe, study, model or overlap)" >&2
+    echo "unknown part '$part' (probe, study, model, overlap or tune)" >&2
     exit 2
     ;;
 esac
