@@ -185,6 +185,7 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
     started = time.monotonic()
     status, evaluations = "complete", 0
     servers: dict[tuple[str, int], Server] = {}
+    proxies: dict[tuple[str, str], Server] = {}
     try:
         for i, (op, n, size) in enumerate(todo):
             key = (op, n)
@@ -208,7 +209,19 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
                                    ["predicted_us"])
                 opts["top"] = top
             if strategy_name == "pipeline":
-                opts["evaluate_pipeline"] = evaluate
+                # The paper's pipeline trick: segment sizes from a chain along the tree's
+                # longest edge on a few ranks (3 here), not from the whole tree.
+                pkey = (op, "proxy")
+                if pkey not in proxies:
+                    proxies[pkey] = Server(build, op, min(n, 3), max(p[2] for p in todo
+                                                                     if p[0] == op))
+                has_chain = "chain" in methods
+
+                def proxy_eval(alg, seg, _size=size, _proxy=proxies[pkey], _chain=has_chain):
+                    return _proxy.evaluate("chain" if _chain and seg else alg, seg, _size,
+                                           iters)
+
+                opts["evaluate_pipeline"] = proxy_eval
             res = strategy(methods, evaluate, **opts)
             evaluations += res.evaluations
             native = res.evaluated.get(("native", 0))
@@ -225,7 +238,7 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
         status = "failed"
         print(f"\ncolltune tune: {e}", file=sys.stderr)
     finally:
-        for s in servers.values():
+        for s in (*servers.values(), *proxies.values()):
             s.close()
         bar.done()
     elapsed = time.monotonic() - started
