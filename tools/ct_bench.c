@@ -341,7 +341,16 @@ int main(int argc, char **argv)
             char line[256] = "quit";
             if (rank == 0 && !fgets(line, sizeof line, stdin))
                 snprintf(line, sizeof line, "quit");
-            MPI_Bcast(line, (int)sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
+            /* Waiting for the next request must not spin: another job (the pipeline
+             * strategy's proxy) may be measuring on these cores meanwhile. */
+            MPI_Request bc;
+            MPI_Ibcast(line, (int)sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD, &bc);
+            for (int flag = 0;;) {
+                MPI_Test(&bc, &flag, MPI_STATUS_IGNORE);
+                if (flag)
+                    break;
+                nanosleep(&(struct timespec){0, 50000}, NULL);
+            }
             if (!strncmp(line, "quit", 4))
                 break;
             char alg[64];

@@ -178,6 +178,10 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
     todo = [p for p in points if p not in done]
     doc["entries"] = [done[p] for p in points if p in done]
     if done:
+        prev = json.loads(Path(output).read_text())
+        doc["elapsed_s"], doc["measurements"] = prev.get("elapsed_s", 0), prev.get(
+            "measurements", 0)
+    if done:
         print(f"colltune tune: resuming {output}: {len(points) - len(todo)} of "
               f"{len(points)} points already tuned", file=sys.stderr)
     strategy = STRATEGIES[strategy_name]
@@ -242,6 +246,8 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
             s.close()
         bar.done()
     elapsed = time.monotonic() - started
+    doc["elapsed_s"] = round(doc.get("elapsed_s", 0) + elapsed, 3)  # over resumed runs too
+    doc["measurements"] = doc.get("measurements", 0) + evaluations
     write_table(doc, output)
     return doc, evaluations, elapsed, status
 
@@ -349,7 +355,7 @@ def summary(doc: dict, evaluations: int, elapsed: float) -> str:
     entries = doc["entries"]
     wins = [e for e in entries if e["algorithm"] != "native" and e.get("native_us")]
     gains = [e["native_us"] / e["time_us"] for e in wins if e["time_us"] > 0]
-    lines = [f"tuned {len(entries)} point(s) with {doc['strategy']} in {elapsed:.0f} s, "
+    lines = [f"tuned {len(entries)} point(s) with {doc['strategy']} in {elapsed:.2f} s, "
              f"{evaluations} measurement(s) this run; colltune chosen at {len(wins)} point(s)"
              + (f", {min(gains):.2f}x to {max(gains):.2f}x faster than native there"
                 if gains else "")]
