@@ -107,3 +107,35 @@ def test_mpich_refuses_an_unknown_algorithm(tmp_path):
     p = _probe(tmp_path, b, MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=str(f))
     assert "probe ok" not in p.stdout
     assert "unrecognized key algorithm=MPIR_Allreduce_intra_no_such" in p.stdout + p.stderr
+
+
+OMPI_TABLE = doc([entry("reduce", 4, 8, "linear"), entry("reduce", 4, 65536, "chain", 8192),
+                  entry("allreduce", 4, 8, "recursive_doubling"),
+                  entry("allreduce", 4, 65536, "ring")])
+
+
+def test_open_mpi_selects_the_exported_rules(tmp_path):
+    """Open MPI 5.0.11 prints nothing about its choice, so the probe's user-defined op shows
+    it: a linear reduce combines N-1 whole vectors at the root, a chain reduce with 8 KiB
+    segments combines 2048-int pieces, a ring allreduce N-1 quarter vectors; none of which is
+    what the library does without the file (checked in the same test)."""
+    try:
+        b = MPIBuild.select("openmpi")
+    except MPIError as e:
+        pytest.skip(str(e))
+    f = tmp_path / "ompi.rules"
+    f.write_text(export.export_ompi_rules(OMPI_TABLE))
+
+    def lens(p):
+        assert "probe ok" in p.stdout, p.stderr[-3000:]
+        return {(op, int(n)): v for op, n, v in
+                re.findall(r"probe rank 0 op (\w+) bytes (\d+) lens ([\d,]*)", p.stdout)}
+
+    default = lens(_probe(tmp_path, b))
+    ruled = lens(_probe(tmp_path, b, OMPI_MCA_coll_tuned_use_dynamic_rules="1",
+                        OMPI_MCA_coll_tuned_dynamic_rules_filename=str(f)))
+    assert ruled[("reduce", 8)] == "2,2,2"  # linear: the root combines 3 whole vectors
+    assert ruled[("reduce", 65536)] == ",".join(["2048"] * 8)  # chain, 8 KiB segments
+    assert ruled[("allreduce", 65536)] == "4096,4096,4096"  # ring
+    for key in (("reduce", 8), ("reduce", 65536), ("allreduce", 65536)):
+        assert default[key] != ruled[key], key
