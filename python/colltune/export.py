@@ -211,6 +211,16 @@ def _leaf(name: str) -> dict:
     return {f"algorithm={name}": {}}
 
 
+def _alltoall_in_place(node: dict) -> dict:
+    """MPICH's alltoall algorithms but one assert on MPI_IN_PLACE (seen with 5.0.2: the
+    scheduled pairwise behind allcomm_nb): in-place calls go to the one made for them."""
+    intra = node.get("comm_type=intra", node) if isinstance(node, dict) else node
+    inter = node.get("comm_type=inter", _leaf("MPIR_Alltoall_allcomm_nb"))
+    return {"comm_type=intra": {
+        "is_sendbuf_inplace=yes": _leaf("MPIR_Alltoall_intra_pairwise_sendrecv_replace"),
+        "is_sendbuf_inplace=no": intra}, "comm_type=inter": inter}
+
+
 def export_mpich_json(doc: dict, base: dict | None = None) -> str:
     """MPICH collective selection tree (MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE).
     `base`: a complete tree (e.g. MPICH's default) whose intracommunicator branches the
@@ -249,6 +259,17 @@ def export_mpich_json(doc: dict, base: dict | None = None) -> str:
         new = {"comm_type=intra": intra}
         new["comm_type=inter"] = inter or _leaf(f"MPIR_{op.capitalize()}_allcomm_nb")
         tree[f"collective={op}"] = new
+    if not base:
+        tree["collective=alltoall"] = _alltoall_in_place(tree["collective=alltoall"])
+    needs_builtin = any(e["op"] == "reduce" and e["algorithm"] == "rabenseifner"
+                        for e in doc.get("entries", []))
+    for op, safe in (("reduce", "MPIR_Reduce_intra_binomial"),) if needs_builtin else ():
+        node = tree.get(f"collective={op}")
+        if isinstance(node, dict) and "comm_type=intra" in node:
+            # Rabenseifner (reduce_scatter_gather) asserts a built-in operation in MPICH
+            # 5.0.2: user-defined operations go to an algorithm that takes any.
+            node["comm_type=intra"] = {"is_op_built_in=yes": node["comm_type=intra"],
+                                       "is_op_built_in=no": _leaf(safe)}
     return json.dumps(tree, indent=2) + "\n"
 
 

@@ -139,3 +139,20 @@ def test_open_mpi_selects_the_exported_rules(tmp_path):
     assert ruled[("allreduce", 65536)] == "4096,4096,4096"  # ring
     for key in (("reduce", 8), ("reduce", 65536), ("allreduce", 65536)):
         assert default[key] != ruled[key], key
+
+
+def test_mpich_runs_every_collective_with_an_exported_file(tmp_path):
+    """The whole unmodified program (all eight collectives, in place, user-defined operations,
+    split communicators) under MPICH with a file tuning reduce to Rabenseifner and alltoall to
+    pairwise: MPICH asserts on both for some calls unless the file routes them elsewhere."""
+    b = _mpich()
+    t = doc([entry("reduce", 3, 8, "binomial"), entry("reduce", 3, 65536, "rabenseifner"),
+             entry("alltoall", 3, 8, "pairwise"), entry("allreduce", 3, 65536, "ring")])
+    f = tmp_path / "mpich.json"
+    f.write_text(export.export_mpich_json(t))
+    e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
+    e.update(b.launch_env(3), MPIR_CVAR_COLL_SELECTION_TUNING_JSON_FILE=str(f))
+    p = subprocess.run(b.launch_command(3, [str(b.tool("tests/c/plain_collectives"))],
+                                        bind=False), env=e, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0 and "all ok" in p.stdout, p.stderr[-3000:]
