@@ -15,6 +15,7 @@ from . import (
     commands,
     export,
     model,
+    monitor,
     overlap,
     p2p,
     probe,
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.register(sub)
     overlap.register(sub)
     tune.register(sub)
+    monitor.register(sub)
     store_cli.register(sub)
     return parser
 

@@ -26,6 +26,10 @@
  * MPI_Init and MPI_Init_thread ask for MPI_THREAD_MULTIPLE and start the
  * progress thread (COLLTUNE_PROGRESS=off: neither; COLLTUNE_PROGRESS_CORES:
  * its cores); MPI_Finalize stops it.
+ *
+ * COLLTUNE_MONITOR=counters|count|peers|sizes turns on the message monitor
+ * (src/monitor/monitor.h): the send family is counted here, colltune's own
+ * collectives apart from the application's point-to-point.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -35,6 +39,7 @@
 
 #include "api/call.h"
 #include "colltune.h"
+#include "monitor/monitor.h"
 #include "nbc/nbc.h"
 #include "tune/table.h"
 
@@ -241,12 +246,20 @@ static int intercept(const ct_call *c)
         return err;
     const char *ran = "native";
     int rc;
+    double t0 = ct_monitor_level ? PMPI_Wtime() : 0;
+    ct_monitor_in_collective = 1; /* the executor's messages are collective traffic */
     if (native)
         rc = ct_call_native(c); /* the non-blocking one when c->request is set */
     else if (c->request)
         rc = ct_nbc_start(c, &o, 1, &ran);
     else
         rc = ct_call_run(c, &o, 1, &ran);
+    ct_monitor_in_collective = 0;
+    if (ct_monitor_level) {
+        ct_monitor_time(PMPI_Wtime() - t0);
+        if (!strcmp(ran, "native"))
+            ct_monitor_native(c->coll, bytes);
+    }
     log_call(c->coll, c->comm, bytes, ran, &o, c->request != NULL);
     return rc;
 }
@@ -422,26 +435,105 @@ static int progress_wanted(void)
 
 int MPI_Init(int *argc, char ***argv)
 {
-    if (!progress_wanted())
-        return PMPI_Init(argc, argv);
-    int provided, rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
-    if (rc == MPI_SUCCESS)
-        ct_progress_start(MPI_COMM_WORLD);
+    int provided, rc = progress_wanted()
+                           ? PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided)
+                           : PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) {
+        if (progress_wanted())
+            ct_progress_start(MPI_COMM_WORLD);
+        ct_monitor_init();
+    }
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    if (!progress_wanted())
-        return PMPI_Init_thread(argc, argv, required, provided);
-    int rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, provided);
-    if (rc == MPI_SUCCESS)
-        ct_progress_start(MPI_COMM_WORLD);
+    int rc = PMPI_Init_thread(argc, argv, progress_wanted() ? MPI_THREAD_MULTIPLE : required,
+                              provided);
+    if (rc == MPI_SUCCESS) {
+        if (progress_wanted())
+            ct_progress_start(MPI_COMM_WORLD);
+        ct_monitor_init();
+    }
     return rc;
 }
 
 int MPI_Finalize(void)
 {
     ct_progress_stop();
+    ct_monitor_finish();
     return PMPI_Finalize();
+}
+
+/* ---- The send family, for the monitor ---------------------------------- */
+
+#define MONITORED(call, comm, dest, count, type)                                            \
+    do {                                                                                    \
+        if (!ct_monitor_level)                                                              \
+            return call;                                                                    \
+        ct_monitor_send(comm, dest, count, type);                                           \
+        double t0_ = PMPI_Wtime();                                                          \
+        int rc_ = call;                                                                     \
+        ct_monitor_time(PMPI_Wtime() - t0_);                                                \
+        return rc_;                                                                         \
+    } while (0)
+
+int MPI_Send(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
+{
+    MONITORED(PMPI_Send(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Ssend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
+{
+    MONITORED(PMPI_Ssend(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Rsend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
+{
+    MONITORED(PMPI_Rsend(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Bsend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm)
+{
+    MONITORED(PMPI_Bsend(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Isend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+              MPI_Request *r)
+{
+    MONITORED(PMPI_Isend(buf, count, t, dest, tag, comm, r), comm, dest, count, t);
+}
+
+int MPI_Issend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+               MPI_Request *r)
+{
+    MONITORED(PMPI_Issend(buf, count, t, dest, tag, comm, r), comm, dest, count, t);
+}
+
+int MPI_Irsend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+               MPI_Request *r)
+{
+    MONITORED(PMPI_Irsend(buf, count, t, dest, tag, comm, r), comm, dest, count, t);
+}
+
+int MPI_Ibsend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MPI_Comm comm,
+               MPI_Request *r)
+{
+    MONITORED(PMPI_Ibsend(buf, count, t, dest, tag, comm, r), comm, dest, count, t);
+}
+
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int stag, void *rbuf,
+                 int rcount, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
+                 MPI_Status *status)
+{
+    MONITORED(PMPI_Sendrecv(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag, comm,
+                            status),
+              comm, dest, scount, st);
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int stag, int src,
+                         int rtag, MPI_Comm comm, MPI_Status *status)
+{
+    MONITORED(PMPI_Sendrecv_replace(buf, count, t, dest, stag, src, rtag, comm, status), comm,
+              dest, count, t);
 }

@@ -33,6 +33,7 @@
 
 #include "../api/job.h"
 #include "../model/splittree.h"
+#include "../monitor/monitor.h"
 
 #ifdef CT_HAVE_HWLOC
 #include <hwloc.h>
@@ -255,6 +256,7 @@ static void *progress_main(void *arg)
 {
     (void)arg;
     bind_thread(eng.core);
+    ct_monitor_in_collective = 1; /* everything this thread sends is a collective's */
     ct_nbc_req *mine = NULL;
     for (;;) {
         pthread_mutex_lock(&eng.lock);
@@ -717,8 +719,12 @@ void ct_nbc_drive(int count, MPI_Request *requests, int blocking)
 {
     for (int i = 0; i < count; i++) {
         ct_nbc_req *r = ct_nbc_find(requests[i]);
-        if (r)
+        if (r) {
+            int was = ct_monitor_in_collective;
+            ct_monitor_in_collective = 1;
             app_part(r, blocking);
+            ct_monitor_in_collective = was;
+        }
     }
 }
 

@@ -1,0 +1,127 @@
+"""`colltune monitor -- <mpiexec command>`: runs any MPI program under the drop-in's message
+monitor (src/monitor/monitor.h; COLLTUNE_MONITOR levels counters, count, peers, sizes), reads
+the record rank 0 writes at MPI_Finalize and keeps it in the store: the N x N matrices
+`messages` and `bytes` (row = sender) of the application's point-to-point traffic and
+`coll_messages` / `coll_bytes` of colltune's collectives, per-peer log2 size histograms, native
+collective calls, time in MPI, hardware counters and energy (or why they are unavailable)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .mpi import MPIBuild, MPIError
+
+LEVELS = ("counters", "count", "peers", "sizes")
+PASSED = ("LD_PRELOAD", "COLLTUNE_MONITOR", "COLLTUNE_MONITOR_OUT")
+
+
+def with_exports(cmd: list[str]) -> list[str]:
+    """Open MPI's launcher passes only the variables it is told: add -x for ours."""
+    if not cmd or Path(cmd[0]).name not in ("mpiexec", "mpirun"):
+        return cmd
+    try:
+        version = subprocess.run([cmd[0], "--version"], capture_output=True, text=True,
+                                 timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return cmd
+    if "Open MPI" not in version and "OpenRTE" not in version and "prte" not in version:
+        return cmd
+    extra = [a for v in PASSED for a in ("-x", v)]
+    return [cmd[0], *extra, *cmd[1:]]
+
+
+def run_monitored(build: MPIBuild, cmd: list[str], level: str, out: Path,
+                  env: dict | None = None, timeout: float | None = None) -> dict:
+    e = {**os.environ, **(env or {})}
+    lib = str(build.tool("libcolltune_pmpi.so"))
+    e["LD_PRELOAD"] = ":".join(filter(None, [lib, e.get("LD_PRELOAD")]))
+    e["COLLTUNE_MONITOR"] = level
+    e["COLLTUNE_MONITOR_OUT"] = str(out.resolve())
+    out.unlink(missing_ok=True)
+    p = subprocess.run(with_exports(cmd), env=e, timeout=timeout)
+    if not out.exists():
+        raise MPIError(f"the program wrote no monitor record (exit {p.returncode}): did it call "
+                       "MPI_Finalize?")
+    doc = json.loads(out.read_text())
+    doc["command"] = shlex.join(cmd)
+    doc["exit_code"] = p.returncode
+    return doc
+
+
+def summary(doc: dict) -> str:
+    ranks = doc["per_rank"]
+    app = sum(r["app_messages"] for r in ranks)
+    coll = sum(r["coll_messages"] for r in ranks)
+    lines = [f"monitor ({doc['level']}): {doc['ranks']} ranks; application messages {app} "
+             f"({sum(r['app_bytes'] for r in ranks):.0f} B), colltune collective messages "
+             f"{coll} ({sum(r['coll_bytes'] for r in ranks):.0f} B); time in MPI "
+             f"{max(r['mpi_s'] for r in ranks):.3f} s of {max(r['wall_s'] for r in ranks):.3f}"]
+    native: dict[str, int] = {}
+    for r in ranks:
+        for op, v in r["native"].items():
+            native[op] = native.get(op, 0) + int(v["calls"])
+    if native:
+        lines.append("native collective calls: " + ", ".join(f"{k} {v}"
+                                                               for k, v in native.items()))
+    lines.append("hardware counters: " + (doc["counters_unavailable"] and
+                                          f"unavailable: {doc['counters_unavailable']}" or
+                                          "instructions, cycles, cache misses per rank"))
+    lines.append("energy: " + (doc["energy_unavailable"] and
+                               f"unavailable: {doc['energy_unavailable']}" or "RAPL package"))
+    if "messages" in doc and doc["ranks"] <= 16:
+        lines.append("messages (row: sender):")
+        lines += ["  " + " ".join(f"{v:>6}" for v in row) for row in doc["messages"]]
+    return "\n".join(lines)
+
+
+def monitor_bench(doc: dict) -> dict:
+    return {"schema": "colltune-bench/1", "op": "monitor", "ranks": doc["ranks"],
+            "command": doc.get("command", ""), "monitor": doc,
+            "results": [{"algorithm": f"rank {r['rank']}", "size": 0,
+                         "median_us": r["mpi_s"] * 1e6, "app_messages": r["app_messages"],
+                         "coll_messages": r["coll_messages"]} for r in doc["per_rank"]]}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("monitor", help="run an MPI program under the message monitor: "
+                                       "colltune monitor [--level L] -- mpiexec -n 4 ./app")
+    p.add_argument("--level", choices=LEVELS, default="sizes")
+    p.add_argument("-o", "--output", default="colltune-monitor.json")
+    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--no-record", action="store_true")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the mpiexec command")
+    p.set_defaults(func=cmd_monitor)
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not cmd:
+        print("colltune monitor: give the command after --, e.g. colltune monitor -- "
+              "mpiexec -n 4 ./app", file=sys.stderr)
+        return 2
+    try:
+        build = MPIBuild.select(args.mpi)
+        with tempfile.TemporaryDirectory():
+            doc = run_monitored(build, cmd, args.level, Path(args.output))
+    except (MPIError, OSError, ValueError) as e:
+        print(f"colltune monitor: {e}", file=sys.stderr)
+        return 1
+    print(summary(doc))
+    if not args.no_record:
+        from .store import Store
+
+        with Store.open() as store:
+            run = store.begin_run("monitor", sys.argv[1:], ranks=doc["ranks"], binding=None)
+            run.add_bench(monitor_bench(doc))
+            run.finish("complete" if doc["exit_code"] == 0 else "failed",
+                       None if doc["exit_code"] == 0 else f"exit {doc['exit_code']}")
+            print(f"recorded as run {run.id} in {store.path}")
+    print(f"monitor record: {args.output}")
+    return 0 if doc["exit_code"] == 0 else 1

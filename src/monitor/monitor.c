@@ -1,0 +1,323 @@
+#include "monitor.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "colltune.h"
+
+enum { HIST_BINS = 48, NCOUNTERS = 3 };
+
+int ct_monitor_level;
+_Thread_local int ct_monitor_in_collective;
+
+/* Per destination (world rank): [0] the application's point-to-point, [1] colltune's
+ * collectives. Counters are plain: a rank's MPI calls come from its threads one at a time
+ * except colltune's progress thread, whose messages are counted under the same rules; the
+ * few racing increments that could be lost there are not worth a lock on every message. */
+static int world_size, world_rank;
+static uint64_t *msgs[2], *bytes[2], *hist[2];
+static uint64_t total_msgs[2], total_bytes[2];
+static uint64_t native_calls[CT_NCOLL], native_bytes[CT_NCOLL];
+static double mpi_seconds, start_time;
+static MPI_Group world_group;
+
+/* Hardware counters and energy, or why not. */
+static int perf_fd[NCOUNTERS] = {-1, -1, -1};
+static char perf_why[160];
+static long long energy_start_uj = -1;
+static char energy_why[160], energy_path[256];
+
+static const char *const counter_names[NCOUNTERS] = {"instructions", "cycles",
+                                                     "cache_misses"};
+
+static void open_counters(void)
+{
+    static const uint64_t config[NCOUNTERS] = {PERF_COUNT_HW_INSTRUCTIONS,
+                                               PERF_COUNT_HW_CPU_CYCLES,
+                                               PERF_COUNT_HW_CACHE_MISSES};
+    for (int i = 0; i < NCOUNTERS; i++) {
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.type = PERF_TYPE_HARDWARE;
+        a.config = config[i];
+        a.exclude_kernel = 1;
+        a.exclude_hv = 1;
+        a.inherit = 1;
+        perf_fd[i] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+        if (perf_fd[i] < 0 && !perf_why[0]) {
+            int err = errno;
+            FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+            int paranoid = -99;
+            if (f) {
+                if (fscanf(f, "%d", &paranoid) != 1)
+                    paranoid = -99;
+                fclose(f);
+            }
+            snprintf(perf_why, sizeof perf_why,
+                     "perf_event_open(%s): %s (perf_event_paranoid %d; a VM may expose no "
+                     "hardware counters)", counter_names[i], strerror(err), paranoid);
+        }
+    }
+}
+
+static long long read_energy(void)
+{
+    FILE *f = fopen(energy_path, "r");
+    long long v = -1;
+    if (f) {
+        if (fscanf(f, "%lld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static void open_energy(void)
+{
+    const char *p = "/sys/class/powercap/intel-rapl:0/energy_uj";
+    snprintf(energy_path, sizeof energy_path, "%s", p);
+    FILE *f = fopen(p, "r");
+    if (!f) {
+        snprintf(energy_why, sizeof energy_why, "%s: %s (no RAPL powercap here, or not "
+                                                "readable)", p, strerror(errno));
+        return;
+    }
+    fclose(f);
+    energy_start_uj = read_energy();
+    if (energy_start_uj < 0)
+        snprintf(energy_why, sizeof energy_why, "%s: unreadable", p);
+}
+
+void ct_monitor_init(void)
+{
+    const char *v = getenv("COLLTUNE_MONITOR");
+    static const char *const names[] = {"off", "counters", "count", "peers", "sizes"};
+    ct_monitor_level = CT_MON_OFF;
+    if (!v || !*v)
+        return;
+    for (int i = 0; i < 5; i++)
+        if (!strcmp(v, names[i]) || (v[0] == '0' + i && !v[1]))
+            ct_monitor_level = i;
+    if (ct_monitor_level == CT_MON_OFF && strcmp(v, "off") && strcmp(v, "0"))
+        fprintf(stderr, "colltune: COLLTUNE_MONITOR='%s' is not off, counters, count, peers "
+                        "or sizes; monitoring is off\n", v);
+    if (ct_monitor_level == CT_MON_OFF)
+        return;
+    PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
+    for (int k = 0; k < 2; k++) {
+        msgs[k] = calloc((size_t)world_size, sizeof **msgs);
+        bytes[k] = calloc((size_t)world_size, sizeof **bytes);
+        hist[k] = calloc((size_t)world_size * HIST_BINS, sizeof **hist);
+        if (!msgs[k] || !bytes[k] || !hist[k]) {
+            fprintf(stderr, "colltune: monitor: out of memory; monitoring is off\n");
+            ct_monitor_level = CT_MON_OFF;
+            return;
+        }
+    }
+    open_counters();
+    open_energy();
+    start_time = PMPI_Wtime();
+}
+
+/* The world rank of dest in comm: the identity on MPI_COMM_WORLD (the common
+ * case, no call at all), else a group translation. */
+static int world_of(MPI_Comm comm, int dest)
+{
+    if (comm == MPI_COMM_WORLD)
+        return dest;
+    int inter = 0, out = MPI_UNDEFINED;
+    MPI_Group g;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter ? PMPI_Comm_remote_group(comm, &g) : PMPI_Comm_group(comm, &g))
+        return -1;
+    PMPI_Group_translate_ranks(g, 1, &dest, world_group, &out);
+    PMPI_Group_free(&g);
+    return out == MPI_UNDEFINED ? -1 : out;
+}
+
+static int log2_bin(uint64_t n)
+{
+    int b = 0;
+    while (n > 1 && b < HIST_BINS - 1) {
+        n >>= 1;
+        b++;
+    }
+    return b;
+}
+
+void ct_monitor_send(MPI_Comm comm, int dest, int count, MPI_Datatype type)
+{
+    if (ct_monitor_level < CT_MON_COUNT || dest < 0 || dest == MPI_PROC_NULL)
+        return;
+    int k = ct_monitor_in_collective != 0, tsize = 0;
+    PMPI_Type_size(type, &tsize);
+    uint64_t n = (uint64_t)(count > 0 ? count : 0) * (uint64_t)tsize;
+    total_msgs[k]++;
+    total_bytes[k] += n;
+    if (ct_monitor_level < CT_MON_PEERS)
+        return;
+    int w = world_of(comm, dest);
+    if (w < 0 || w >= world_size)
+        return;
+    msgs[k][w]++;
+    bytes[k][w] += n;
+    if (ct_monitor_level >= CT_MON_SIZES)
+        hist[k][(size_t)w * HIST_BINS + (size_t)log2_bin(n)]++;
+}
+
+void ct_monitor_native(int op, long long b)
+{
+    if (ct_monitor_level < CT_MON_COUNT || op < 0 || op >= CT_NCOLL)
+        return;
+    native_calls[op]++;
+    native_bytes[op] += b > 0 ? (uint64_t)b : 0;
+}
+
+void ct_monitor_time(double seconds)
+{
+    if (ct_monitor_level >= CT_MON_COUNTERS)
+        mpi_seconds += seconds;
+}
+
+/* ---- The record ------------------------------------------------------------ */
+
+static void write_matrix(FILE *f, const char *name, const uint64_t *all, int n, int stride,
+                         int bins)
+{
+    fprintf(f, "\"%s\":[", name);
+    for (int r = 0; r < n; r++) {
+        fprintf(f, "%s[", r ? "," : "");
+        for (int c = 0; c < stride; c++)
+            fprintf(f, "%s%llu", c ? "," : "",
+                    (unsigned long long)all[(size_t)r * (size_t)stride + (size_t)c]);
+        fputc(']', f);
+    }
+    fputc(']', f);
+    (void)bins;
+}
+
+void ct_monitor_finish(void)
+{
+    if (ct_monitor_level == CT_MON_OFF)
+        return;
+    double wall = PMPI_Wtime() - start_time;
+    /* Per rank: scalars, then the matrices' rows. */
+    enum { NSCALAR = 8 + NCOUNTERS + 2 * CT_NCOLL };
+    double scal[NSCALAR];
+    long long counter[NCOUNTERS];
+    for (int i = 0; i < NCOUNTERS; i++) {
+        counter[i] = -1;
+        if (perf_fd[i] >= 0 && read(perf_fd[i], &counter[i], sizeof counter[i]) !=
+                                   (ssize_t)sizeof counter[i])
+            counter[i] = -1;
+    }
+    long long energy = energy_start_uj >= 0 ? read_energy() - energy_start_uj : -1;
+    scal[0] = wall;
+    scal[1] = mpi_seconds;
+    scal[2] = (double)total_msgs[0];
+    scal[3] = (double)total_bytes[0];
+    scal[4] = (double)total_msgs[1];
+    scal[5] = (double)total_bytes[1];
+    scal[6] = (double)energy;
+    scal[7] = world_rank;
+    for (int i = 0; i < NCOUNTERS; i++)
+        scal[8 + i] = (double)counter[i];
+    for (int i = 0; i < CT_NCOLL; i++) {
+        scal[8 + NCOUNTERS + i] = (double)native_calls[i];
+        scal[8 + NCOUNTERS + CT_NCOLL + i] = (double)native_bytes[i];
+    }
+    int n = world_size, root = world_rank == 0;
+    double *all_scal = root ? malloc(sizeof(double) * NSCALAR * (size_t)n) : NULL;
+    PMPI_Gather(scal, NSCALAR, MPI_DOUBLE, all_scal, NSCALAR, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    uint64_t *rows[6] = {0};
+    uint64_t *mine[6] = {msgs[0], bytes[0], msgs[1], bytes[1], hist[0], hist[1]};
+    int widths[6] = {n, n, n, n, n * HIST_BINS, n * HIST_BINS};
+    int parts = ct_monitor_level >= CT_MON_SIZES ? 6 : ct_monitor_level >= CT_MON_PEERS ? 4 : 0;
+    for (int k = 0; k < parts; k++) {
+        rows[k] = root ? malloc(sizeof(uint64_t) * (size_t)widths[k] * (size_t)n) : NULL;
+        PMPI_Gather(mine[k], widths[k], MPI_UINT64_T, rows[k], widths[k], MPI_UINT64_T, 0,
+                    MPI_COMM_WORLD);
+    }
+    if (root) {
+        const char *out = getenv("COLLTUNE_MONITOR_OUT");
+        char tmp[4096];
+        out = out && *out ? out : "colltune-monitor.json";
+        snprintf(tmp, sizeof tmp, "%s.tmp", out);
+        FILE *f = fopen(tmp, "w");
+        if (!f) {
+            fprintf(stderr, "colltune: monitor: cannot write %s: %s\n", tmp, strerror(errno));
+        } else {
+            static const char *const lv[] = {"off", "counters", "count", "peers", "sizes"};
+            fprintf(f, "{\"schema\":\"colltune-monitor\",\"schema_version\":1,\"level\":\"%s\","
+                       "\"ranks\":%d,\"histogram_bins\":%d,", lv[ct_monitor_level], n,
+                    HIST_BINS);
+            fprintf(f, "\"counters_unavailable\":");
+            if (perf_fd[0] < 0)
+                fprintf(f, "\"%s\",", perf_why);
+            else
+                fprintf(f, "null,");
+            fprintf(f, "\"energy_unavailable\":");
+            if (energy_start_uj < 0)
+                fprintf(f, "\"%s\",", energy_why);
+            else
+                fprintf(f, "null,");
+            fprintf(f, "\"per_rank\":[");
+            for (int r = 0; r < n; r++) {
+                const double *s = all_scal + (size_t)r * NSCALAR;
+                fprintf(f, "%s{\"rank\":%d,\"wall_s\":%.6f,\"mpi_s\":%.6f,\"app_messages\":%.0f,"
+                           "\"app_bytes\":%.0f,\"coll_messages\":%.0f,\"coll_bytes\":%.0f,"
+                           "\"energy_uj\":%s", r ? "," : "", r, s[0], s[1], s[2], s[3], s[4],
+                        s[5], s[6] >= 0 ? "" : "null");
+                if (s[6] >= 0)
+                    fprintf(f, "%.0f", s[6]);
+                for (int i = 0; i < NCOUNTERS; i++) {
+                    fprintf(f, ",\"%s\":", counter_names[i]);
+                    if (s[8 + i] >= 0)
+                        fprintf(f, "%.0f", s[8 + i]);
+                    else
+                        fprintf(f, "null");
+                }
+                fprintf(f, ",\"native\":{");
+                for (int i = 0, first = 1; i < CT_NCOLL; i++) {
+                    double calls = s[8 + NCOUNTERS + i];
+                    if (calls <= 0)
+                        continue;
+                    fprintf(f, "%s\"%s\":{\"calls\":%.0f,\"bytes\":%.0f}", first ? "" : ",",
+                            ct_coll_name((ct_coll)i), calls, s[8 + NCOUNTERS + CT_NCOLL + i]);
+                    first = 0;
+                }
+                fprintf(f, "}}");
+            }
+            fprintf(f, "]");
+            static const char *const names[6] = {"messages", "bytes", "coll_messages",
+                                                 "coll_bytes", "histogram", "coll_histogram"};
+            for (int k = 0; k < parts; k++) {
+                fputc(',', f);
+                write_matrix(f, names[k], rows[k], n, widths[k], HIST_BINS);
+            }
+            fprintf(f, "}\n");
+            fclose(f);
+            if (rename(tmp, out) != 0)
+                fprintf(stderr, "colltune: monitor: cannot write %s: %s\n", out,
+                        strerror(errno));
+        }
+    }
+    free(all_scal);
+    for (int k = 0; k < 6; k++)
+        free(rows[k]);
+    for (int i = 0; i < NCOUNTERS; i++)
+        if (perf_fd[i] >= 0)
+            close(perf_fd[i]);
+    PMPI_Group_free(&world_group);
+    ct_monitor_level = CT_MON_OFF;
+}

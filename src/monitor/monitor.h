@@ -1,0 +1,43 @@
+/*
+ * The message monitor of the drop-in (after Furst and Coskun's message logger
+ * for the SCC: the seed paper rcce-message-passing-monitoring-scc), switched by
+ * COLLTUNE_MONITOR levels like theirs:
+ *   off       nothing (the default);
+ *   counters  hardware counters (perf_event_open: instructions, cycles, cache
+ *             misses) and energy (RAPL powercap), time in MPI;
+ *   count     + the number of messages and bytes this rank sends;
+ *   peers     + per destination (world rank): messages and bytes, the
+ *             application's point-to-point apart from colltune's collectives;
+ *   sizes     + a log2 message-size histogram per destination.
+ * Native collectives are counted as calls with their bytes. The hot path takes
+ * no lock and allocates nothing: fixed per-peer arrays made at MPI_Init. At
+ * MPI_Finalize rank 0 gathers every rank's data and writes one JSON file,
+ * COLLTUNE_MONITOR_OUT (default colltune-monitor.json); `colltune monitor`
+ * records it in the store.
+ */
+#ifndef CT_MONITOR_H
+#define CT_MONITOR_H
+
+#include <mpi.h>
+
+enum { CT_MON_OFF = 0, CT_MON_COUNTERS, CT_MON_COUNT, CT_MON_PEERS, CT_MON_SIZES };
+
+/* The level in force (after ct_monitor_init). */
+extern int ct_monitor_level;
+
+/* Reads COLLTUNE_MONITOR and prepares the arrays; after MPI_Init. */
+void ct_monitor_init(void);
+/* One message of count elements of type to rank dest of comm. */
+void ct_monitor_send(MPI_Comm comm, int dest, int count, MPI_Datatype type);
+/* One call of a native collective (op as ct_coll) moving bytes per rank. */
+void ct_monitor_native(int op, long long bytes);
+/* Time spent inside an intercepted MPI call. */
+void ct_monitor_time(double seconds);
+/* Gathers and writes the record; before MPI_Finalize. */
+void ct_monitor_finish(void);
+
+/* Set while this thread runs colltune's own collectives (the executor's
+ * messages then count as collective traffic); the progress thread sets it. */
+extern _Thread_local int ct_monitor_in_collective;
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * An unmodified MPI program with known traffic, for the monitor's tests
+ * (tests/python/test_monitor.py): a ring (3 messages of 100 ints to the next
+ * rank), an all-to-all by point-to-point (one 10-byte message to every other
+ * rank), a one-to-many (rank 0 sends 1 KiB to every other rank), then one
+ * MPI_Bcast of 4096 bytes from rank 0 (colltune's when forced) and one
+ * MPI_Allreduce of 8 ints (native unless forced). Prints "patterns ok".
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    int rank, n;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int ring[100], got[100];
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 100; i++)
+            ring[i] = rank * 1000 + k;
+        MPI_Sendrecv(ring, 100, MPI_INT, (rank + 1) % n, k, got, 100, MPI_INT,
+                     (rank + n - 1) % n, k, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    char small[10] = {0}, in[10];
+    MPI_Request reqs[2];
+    for (int d = 1; d < n; d++) {
+        int to = (rank + d) % n, from = (rank + n - d) % n;
+        MPI_Irecv(in, 10, MPI_CHAR, from, 50, MPI_COMM_WORLD, &reqs[0]);
+        MPI_Isend(small, 10, MPI_CHAR, to, 50, MPI_COMM_WORLD, &reqs[1]);
+        MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    }
+    char kib[1024];
+    memset(kib, rank, sizeof kib);
+    if (rank == 0)
+        for (int j = 1; j < n; j++)
+            MPI_Send(kib, 1024, MPI_BYTE, j, 60, MPI_COMM_WORLD);
+    else
+        MPI_Recv(kib, 1024, MPI_BYTE, 0, 60, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    char b[4096];
+    memset(b, rank == 0 ? 7 : 0, sizeof b);
+    MPI_Bcast(b, 4096, MPI_BYTE, 0, MPI_COMM_WORLD);
+    int x[8] = {1, 1, 1, 1, 1, 1, 1, 1}, y[8];
+    MPI_Allreduce(x, y, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int ok = got[0] == ((rank + n - 1) % n) * 1000 + 2 && b[4095] == 7 && y[7] == n;
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (rank == 0 && all)
+        printf("patterns ok\n");
+    MPI_Finalize();
+    return all ? 0 : 1;
+}

@@ -1,0 +1,115 @@
+"""The message monitor on an unmodified program with known traffic (tests/c/plain_patterns.c:
+a ring of 3 x 400 B, an all-to-all of 10 B messages, a one-to-many of 1 KiB from rank 0, a
+binomial MPI_Bcast by colltune, native allreduces): at every level the record holds exactly
+the expected counts, bytes, matrices and histograms; colltune's collective traffic is exactly
+its schedule's; counters and energy are numbers or "unavailable" with a reason."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from colltune.monitor import run_monitored
+from colltune.mpi import MPIBuild
+
+N = 4
+BINS = 48
+
+
+def expected(n: int):
+    msgs = [[0] * n for _ in range(n)]
+    byts = [[0] * n for _ in range(n)]
+    hist = [[[0] * BINS for _ in range(n)] for _ in range(n)]
+
+    def add(i, j, size, times=1):
+        msgs[i][j] += times
+        byts[i][j] += size * times
+        hist[i][j][size.bit_length() - 1] += times
+
+    for i in range(n):
+        add(i, (i + 1) % n, 400, 3)
+        for d in range(1, n):
+            add(i, (i + d) % n, 10)
+    for j in range(1, n):
+        add(0, j, 1024)
+    coll = [[0] * n for _ in range(n)]
+    for v in range(1, n):  # colltune's binomial tree from 0: v's parent clears its low bit
+        coll[v & (v - 1)][v] += 1
+    return msgs, byts, hist, coll
+
+
+@pytest.fixture(scope="module")
+def build():
+    return MPIBuild.select()
+
+
+def record(build, level, tmp_path):
+    cmd = build.launch_command(N, [str(build.tool("tests/c/plain_patterns"))], bind=False,
+                               export=("COLLTUNE_BCAST_ALGORITHM",))
+    env = {**build.launch_env(N), "COLLTUNE_BCAST_ALGORITHM": "binomial"}
+    doc = run_monitored(build, cmd, level, tmp_path / f"{level}.json", env=env, timeout=300)
+    assert doc["exit_code"] == 0
+    return doc
+
+
+@pytest.mark.parametrize("level", ["counters", "count", "peers", "sizes"])
+def test_every_level_counts_exactly(build, level, tmp_path):
+    doc = record(build, level, tmp_path)
+    msgs, byts, hist, coll = expected(N)
+    assert doc["level"] == level and doc["ranks"] == N
+    ranks = doc["per_rank"]
+    for r in ranks:
+        assert level == "counters" or r["native"]["allreduce"]["calls"] == 2
+        for key in ("instructions", "cycles", "cache_misses"):
+            assert r[key] is None or r[key] > 0
+        assert r["energy_uj"] is None or r["energy_uj"] >= 0
+    if any(r["instructions"] is None for r in ranks):
+        assert "perf_event_open" in doc["counters_unavailable"]
+    if any(r["energy_uj"] is None for r in ranks):
+        assert doc["energy_unavailable"]
+    if level == "counters":
+        assert all(r["app_messages"] == 0 and r["coll_messages"] == 0 for r in ranks)
+        assert "messages" not in doc
+        return
+    for i, r in enumerate(ranks):
+        assert r["app_messages"] == sum(msgs[i]) and r["app_bytes"] == sum(byts[i])
+        assert r["coll_messages"] == sum(coll[i]) and r["coll_bytes"] == 4096 * sum(coll[i])
+    if level == "count":
+        assert "messages" not in doc
+        return
+    assert doc["messages"] == msgs and doc["bytes"] == byts
+    assert doc["coll_messages"] == coll
+    assert doc["coll_bytes"] == [[4096 * c for c in row] for row in coll]
+    if level == "sizes":
+        got = [[row[j * BINS:(j + 1) * BINS] for j in range(N)] for row in doc["histogram"]]
+        assert got == hist
+    else:
+        assert "histogram" not in doc
+
+
+def test_monitor_command_records_the_matrices(build, tmp_path, child_env):
+    env = child_env(COLLTUNE_DB=str(tmp_path / "ct.db"), COLLTUNE_BCAST_ALGORITHM="binomial")
+    env.update(build.launch_env(N))
+    cmd = build.launch_command(N, [str(build.tool("tests/c/plain_patterns"))], bind=False,
+                               export=("COLLTUNE_BCAST_ALGORITHM",))
+    p = subprocess.run([sys.executable, "-m", "colltune.cli", "monitor", "-o",
+                        str(tmp_path / "m.json"), "--", *cmd], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "messages (row: sender)" in p.stdout
+    run_id = p.stdout.split("recorded as run ")[1].split()[0]
+    e = subprocess.run([sys.executable, "-m", "colltune.cli", "export", run_id, "--format",
+                        "json"], env=env, cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert e.returncode == 0, e.stderr
+    (bench,) = json.loads(e.stdout)["benches"]
+    assert bench["monitor"]["messages"] == expected(N)[0]
+
+
+def test_monitor_needs_a_command(tmp_path, child_env):
+    p = subprocess.run([sys.executable, "-m", "colltune.cli", "monitor", "--no-record"],
+                       env=child_env(), cwd=tmp_path, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 2 and "give the command after --" in p.stderr
