@@ -253,3 +253,67 @@ def _decision_map(doc: dict) -> str:
             "(above 1: colltune faster).</p><div class='table'><table><thead><tr>"
             f"<th>operation · ranks</th>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
             "</table></div>")
+
+
+def monitor_section(data):
+    """`colltune monitor`: the communication matrices as heatmaps, per-rank counters."""
+    from .report import Section, esc
+
+    parts = []
+    for run in data.runs:
+        for bench in run.get("benches", []):
+            doc = bench.get("monitor") if bench.get("op") == "monitor" else None
+            if isinstance(doc, dict):
+                parts.append(f"<h3>Run {esc(run['id'])}: {esc(doc.get('command', ''))}</h3>"
+                             + _monitor_html(data, doc))
+    if not parts:
+        return None
+    return Section("monitor", "Message monitor", "\n".join(parts))
+
+
+def _monitor_html(data, doc: dict) -> str:
+    from .probe_report import _figure
+    from .report import esc, table
+
+    out = [f"<p>Level {esc(doc['level'])}, {esc(doc['ranks'])} ranks. Hardware counters: "
+           f"{esc(doc.get('counters_unavailable') or 'measured')}. Energy: "
+           f"{esc(doc.get('energy_unavailable') or 'measured')}.</p>"]
+    rows = [[r["rank"], r["app_messages"], r["app_bytes"], r["coll_messages"], r["coll_bytes"],
+             round(r["mpi_s"], 6), round(r["wall_s"], 6), r.get("instructions"),
+             r.get("energy_uj"),
+             ", ".join(f"{k} {v['calls']}" for k, v in (r.get("native") or {}).items())]
+            for r in doc["per_rank"]]
+    out.append(table(["rank", "messages", "bytes", "collective messages", "collective bytes",
+                      "MPI (s)", "wall (s)", "instructions", "energy (µJ)",
+                      "native collective calls"], rows))
+    for key, what in (("messages", "application messages"), ("bytes", "application bytes"),
+                      ("coll_messages", "colltune collective messages")):
+        if key in doc:
+            out.append(_figure(data, _heatmap_svg(doc[key], what),
+                               f"{what.capitalize()}: row = sender, column = receiver."))
+    return "\n".join(out)
+
+
+def _heatmap_svg(matrix: list[list[float]], what: str) -> str:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from .report import _PLOT_LOCK, _RC, _svg
+
+    n = len(matrix)
+    with _PLOT_LOCK, matplotlib.rc_context(_RC):
+        side = min(9.0, 2.5 + 0.35 * n)
+        fig = Figure(figsize=(side + 1.2, side))
+        ax = fig.add_subplot()
+        mesh = ax.pcolormesh(matrix, cmap="viridis", edgecolors="white", linewidth=0.5)
+        ax.invert_yaxis()
+        ax.set_xlabel("receiver (rank)")
+        ax.set_ylabel("sender (rank)")
+        if n <= 16:
+            for i, row in enumerate(matrix):
+                for j, v in enumerate(row):
+                    if v:
+                        ax.text(j + 0.5, i + 0.5, f"{v:.3g}", ha="center", va="center",
+                                fontsize=7, color="white")
+        fig.colorbar(mesh, ax=ax, pad=0.02).set_label(what)
+        return _svg(fig, f"{what} heatmap")

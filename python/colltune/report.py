@@ -299,6 +299,7 @@ def _mpi_html(run: dict) -> str:
 
 from .model_report import (  # noqa: E402  (they import report lazily)
     SPECIAL_BENCHES,
+    monitor_section,
     overlap_section,
     p2p_section,
     tune_section,
@@ -314,6 +315,7 @@ REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     validation_section,
     overlap_section,
     tune_section,
+    monitor_section,
 ]
 
 

@@ -106,6 +106,12 @@ def test_monitor_command_records_the_matrices(build, tmp_path, child_env):
     assert e.returncode == 0, e.stderr
     (bench,) = json.loads(e.stdout)["benches"]
     assert bench["monitor"]["messages"] == expected(N)[0]
+    r = subprocess.run([sys.executable, "-m", "colltune.cli", "report", run_id, "-o",
+                        str(tmp_path / "r.html")], env=env, cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "<section id='monitor'>" in html and html.count("<figure") == 3
 
 
 def test_monitor_needs_a_command(tmp_path, child_env):
