@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from .progress import ProgressBar
+from .store import write_atomic
 
 # Every operation, in the order of the C enum ct_coll.
 COLLS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier")
@@ -269,14 +270,6 @@ def comparison_table(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def _write_json_atomic(path: str, doc: dict) -> None:
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=target.parent or ".", prefix=f".{target.name}.")
-    with os.fdopen(fd, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, target)
-
-
 def _open_store():
     from .store import Store
 
@@ -313,7 +306,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         run.finish("complete")
     print(comparison_table(doc))
     if args.json:
-        _write_json_atomic(args.json, doc)
+        write_atomic(args.json, json.dumps(doc, indent=1))
     if run:
         print(f"recorded as run {run.id} in {store.path}")
     return 0 if all(r.get("check") != "FAILED" for r in doc["results"]) else 3

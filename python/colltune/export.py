@@ -13,6 +13,7 @@ import json
 import sys
 
 from . import table as tbl
+from .store import write_atomic
 
 # ---- Open MPI (coll/tuned, 5.0) ----------------------------------------------------------
 # Collective ids: the COLLTYPE enum of ompi/mca/coll/base/coll_base_functions.h.
@@ -291,7 +292,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if args.output in (None, "-"):
         sys.stdout.write(text)
     else:
-        tbl.write_text(text, args.output)
+        write_atomic(args.output, text)
     return 0
 
 

@@ -3,7 +3,6 @@ file, the field and the reason, as every colltune input does."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 SCHEMA = "colltune-machine/1"
@@ -75,14 +74,6 @@ def _groups_ok(groups) -> bool:
 
 def load(path: str | Path) -> dict:
     """Read and validate a machine file; MachineFileError says what is wrong."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as e:
-        raise MachineFileError(f"{path}: cannot read: {e.strerror}") from e
-    except json.JSONDecodeError as e:
-        raise MachineFileError(f"{path}: not JSON: {e}") from e
-    errors = validate(doc, str(path))
-    if errors:
-        raise MachineFileError("; ".join(errors))
-    return doc
+    from .store import read_validated
+
+    return read_validated(path, validate, MachineFileError)

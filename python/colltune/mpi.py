@@ -160,3 +160,64 @@ def stop_process_group(proc: subprocess.Popen, grace: float = 10) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def run_json_lines(cmd: list[str], label: str, *, env: dict | None = None,
+                   timeout: float | None = None, records: list | None = None,
+                   progress: bool = True, error: type[Exception] = RuntimeError) -> list[dict]:
+    """Run one of colltune's measurement programs: its JSON lines (stdout) are appended to
+    `records` as they come (an interrupted run leaves what it measured), its 'progress D T'
+    lines (stderr) move a progress bar. `error` is raised with the program's last words when
+    it fails; the job is stopped on Ctrl-C or after `timeout` seconds."""
+    import json
+    import shlex
+    import threading
+    from pathlib import Path
+
+    from .progress import ProgressBar
+
+    records = [] if records is None else records
+    bar = ProgressBar(label) if progress else None
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **(env or {})}, start_new_session=True)
+    except OSError as e:
+        raise error(f"cannot start {cmd[0]}: {e.strerror}") from e
+
+    def read():
+        for line in proc.stdout:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    timer = threading.Timer(timeout, lambda: stop_process_group(proc, 5)) if timeout else None
+    if timer:
+        timer.start()
+    errors: list[str] = []
+    try:
+        for line in proc.stderr:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "progress" and parts[1].isdigit():
+                if bar:
+                    bar.update(int(parts[1]), int(parts[2]))
+            elif line.strip():
+                errors.append(line.rstrip())
+        rc = proc.wait()
+        reader.join()
+    except BaseException:
+        stop_process_group(proc, 5)
+        reader.join(5)
+        raise
+    finally:
+        if timer:
+            timer.cancel()
+        if bar:
+            bar.done()
+    if rc != 0:
+        tail = "; ".join(errors[-5:]) or "no message"
+        raise error(f"{Path(cmd[0]).name} exited with status {rc}: {tail} "
+                    f"(command: {shlex.join(cmd)})")
+    return records

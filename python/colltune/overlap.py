@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from .mpi import MPIBuild, MPIError, stop_process_group
+from .store import write_atomic
 
 SCHEMA = "colltune-overlap"
 
@@ -231,7 +232,7 @@ def cmd_overlap(args: argparse.Namespace) -> int:
     except OverlapError as e:
         status = "failed"
         print(f"colltune overlap: {e}", file=sys.stderr)
-    Path(args.output).write_text(json.dumps(doc, indent=1))
+    write_atomic(args.output, json.dumps(doc, indent=1))
     if not args.no_record:
         from .store import Store
 

@@ -19,15 +19,13 @@ import os
 import shlex
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 from . import __version__
 from .machine import fingerprint
-from .mpi import MPIBuild, MPIError, describe_library, stop_process_group
+from .mpi import MPIBuild, MPIError, describe_library, run_json_lines
 from .p2p_schema import SCHEMA, SCHEMA_VERSION, switches, validate
-from .progress import ProgressBar
 from .store import write_atomic
 
 PENDING_COUNTS = [1, 2, 4, 8, 16]
@@ -80,49 +78,10 @@ def estimate_seconds(sizes: list[int], base: int, layers: int) -> float:
 
 def _run_job(cmd: list[str], label: str, env: dict, records: list[dict], progress: bool,
              timeout: float = JOB_TIMEOUT_S) -> None:
-    """Run one ct_p2p job, appending its JSON lines to `records` as they come (so an
-    interrupted job leaves what it measured), its 'progress D T' lines moving a bar."""
-    bar = ProgressBar(label) if progress else None
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, **env}, start_new_session=True)
-    except OSError as e:
-        raise P2PError(f"cannot start {cmd[0]}: {e.strerror}") from e
-
-    def read():
-        for line in proc.stdout:
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError:
-                continue
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    timer = threading.Timer(timeout, lambda: stop_process_group(proc, 5))
-    timer.start()
-    errors: list[str] = []
-    try:
-        for line in proc.stderr:
-            parts = line.split()
-            if len(parts) == 3 and parts[0] == "progress" and parts[1].isdigit():
-                if bar:
-                    bar.update(int(parts[1]), int(parts[2]))
-            elif line.strip():
-                errors.append(line.rstrip())
-        rc = proc.wait()
-        reader.join()
-    except BaseException:
-        stop_process_group(proc, 5)
-        reader.join(5)
-        raise
-    finally:
-        timer.cancel()
-        if bar:
-            bar.done()
-    if rc != 0:
-        tail = "; ".join(errors[-5:]) or "no message"
-        raise P2PError(f"{Path(cmd[0]).name} exited with status {rc}: {tail} "
-                       f"(command: {shlex.join(cmd)})")
+    """Run one ct_p2p job (mpi.run_json_lines), appending its JSON lines to `records` as they
+    come, so an interrupted job leaves what it measured."""
+    run_json_lines(cmd, label, env=env, timeout=timeout, records=records, progress=progress,
+                   error=P2PError)
 
 
 # -- the measurement ----------------------------------------------------------------------

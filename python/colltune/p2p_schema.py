@@ -4,7 +4,6 @@ field and the reason, as every colltune input does; and the switch rule."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -180,14 +179,6 @@ def switches(points: list[dict]) -> list[dict]:
 
 def load(path: str | Path) -> dict:
     """Read and validate a p2p file; P2PFileError says what is wrong."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as e:
-        raise P2PFileError(f"{path}: cannot read: {e.strerror}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise P2PFileError(f"{path}: not JSON: {e}") from e
-    errors = validate(doc, str(path))
-    if errors:
-        raise P2PFileError("; ".join(errors))
-    return doc
+    from .store import read_validated
+
+    return read_validated(path, validate, P2PFileError)

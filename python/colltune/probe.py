@@ -23,9 +23,7 @@ import datetime
 import json
 import os
 import shlex
-import subprocess
 import sys
-import threading
 import time
 from itertools import combinations
 from pathlib import Path
@@ -33,11 +31,10 @@ from pathlib import Path
 from . import __version__
 from .machine import fingerprint
 from .machine_schema import SCHEMA, SCHEMA_VERSION
-from .mpi import MPIBuild, MPIError, stop_process_group
+from .mpi import MPIBuild, MPIError, run_json_lines
 from .probe_caches import analyze_curve, size_grid
 from .probe_cluster import bandwidth_groups, comm_layers, sharing_groups
 from .probe_truth import compare, hwloc_caches, level_of, os_caches
-from .progress import ProgressBar
 from .store import write_atomic
 
 PARTS = ("caches", "sharing", "memory", "comm")
@@ -75,48 +72,8 @@ def probe_pairs(cores: list[int], s: dict) -> list[tuple[int, int]]:
 
 def run_tool(cmd: list[str], label: str, env: dict | None = None,
              timeout: float | None = None) -> list[dict]:
-    """Run a probe program; its JSON lines (stdout) come back, its 'progress D T' lines
-    (stderr) move a progress bar. Raises ProbeError with the program's last words."""
-    bar = ProgressBar(label)
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, **(env or {})}, start_new_session=True)
-    except OSError as e:
-        raise ProbeError(f"cannot start {cmd[0]}: {e.strerror}") from e
-    out: list[str] = []
-    errors: list[str] = []
-    reader = threading.Thread(target=lambda: out.extend(proc.stdout), daemon=True)
-    reader.start()
-    timer = threading.Timer(timeout, lambda: stop_process_group(proc, 5)) if timeout else None
-    if timer:
-        timer.start()
-    try:
-        for line in proc.stderr:
-            parts = line.split()
-            if len(parts) == 3 and parts[0] == "progress" and parts[1].isdigit():
-                bar.update(int(parts[1]), int(parts[2]))
-            elif line.strip():
-                errors.append(line.rstrip())
-        rc = proc.wait()
-        reader.join()
-    except BaseException:
-        stop_process_group(proc, 5)
-        raise
-    finally:
-        if timer:
-            timer.cancel()
-        bar.done()
-    records = []
-    for line in out:
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    if rc != 0:
-        tail = "; ".join(errors[-5:]) or "no message"
-        raise ProbeError(f"{Path(cmd[0]).name} exited with status {rc}: {tail} "
-                         f"(command: {shlex.join(cmd)})")
-    return records
+    """Run a probe program (mpi.run_json_lines); raises ProbeError with its last words."""
+    return run_json_lines(cmd, label, env=env, timeout=timeout, error=ProbeError)
 
 
 def _csv(values) -> str:

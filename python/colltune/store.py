@@ -119,6 +119,23 @@ def default_path() -> Path:
     return base / "colltune" / "colltune.db"
 
 
+def read_validated(path: str | os.PathLike, validate, error: type[Exception]) -> dict:
+    """A JSON file checked by `validate(doc, where) -> [problems]`; `error` (with the file,
+    field and reason of every problem) when it cannot be read, is not JSON or is invalid.
+    The machine, p2p and tuning-table files all load this way."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise error(f"{os.fspath(path)}: cannot read: {e.strerror}") from e
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise error(f"{os.fspath(path)}: not JSON: {e}") from e
+    problems = validate(doc, os.fspath(path))
+    if problems:
+        raise error("; ".join(problems))
+    return doc
+
+
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> str:
     """Write `data` to `path` via a temporary file and a rename: readers see old or new."""
     path = os.fspath(path)

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from pathlib import Path
 
 SCHEMA = "colltune-table"
@@ -96,30 +94,9 @@ def validate(doc, where: str = "table.json") -> list[str]:
 
 def load(path: str | Path) -> dict:
     """Read and validate a table file; TableFileError says what is wrong."""
-    path = Path(path)
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as e:
-        raise TableFileError(f"{path}: cannot read: {e.strerror}") from e
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise TableFileError(f"{path}: not JSON: {e}") from e
-    errors = validate(doc, str(path))
-    if errors:
-        raise TableFileError("; ".join(errors))
-    return doc
+    from .store import read_validated
 
-
-def write_text(text: str, path: str | Path) -> None:
-    """Write `text` to `path` atomically (a temporary file in the same folder, renamed)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return read_validated(path, validate, TableFileError)
 
 
 def write_table(doc: dict, path: str | Path) -> None:
@@ -127,7 +104,9 @@ def write_table(doc: dict, path: str | Path) -> None:
     errors = validate(doc, str(path))
     if errors:
         raise TableFileError("; ".join(errors))
-    write_text(json.dumps(doc, indent=1) + "\n", path)
+    from .store import write_atomic
+
+    write_atomic(path, json.dumps(doc, indent=1) + "\n")
 
 
 def takes_smaller(a: int, b: int, x: int) -> bool:

@@ -20,11 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+from . import table as tbl
 from .commands import COLLS, _size, human_size
 from .mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from .progress import ProgressBar
 
-TABLE_SCHEMA = "colltune-table"
 SEG_MIN = 1024
 
 
@@ -146,19 +146,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def load_previous(path: str, strategy: str, mpi: dict) -> dict:
     """The entries of an earlier run of the same strategy and MPI at `path`, to resume."""
     try:
-        old = json.loads(Path(path).read_text())
-    except (OSError, ValueError):
-        return {}
-    if old.get("schema") != TABLE_SCHEMA or old.get("strategy") != strategy or \
-            old.get("mpi", {}).get("build") != mpi.get("build"):
+        old = tbl.load(path)
+    except tbl.TableFileError:
+        return {}  # none, or not one to resume: tuned again from scratch
+    if old.get("strategy") != strategy or old["mpi"].get("build") != mpi.get("build"):
         return {}
     return {(e["op"], e["ranks"], e["size_bytes"]): e for e in old.get("entries", [])}
-
-
-def write_table(doc: dict, path: str) -> None:
-    tmp = f"{path}.tmp"
-    Path(tmp).write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, path)
 
 
 def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, int, int]],
@@ -172,13 +165,14 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
     mpi = {"build": build.name, **describe_library(build_library(build))}
     mpi.pop("library", None)
     done = load_previous(output, strategy_name, mpi)
-    doc = {"schema": TABLE_SCHEMA, "schema_version": 1, "colltune_version": _version(),
+    doc = {"schema": tbl.SCHEMA, "schema_version": tbl.SCHEMA_VERSION,
+           "colltune_version": _version(),
            "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine_id(),
            "mpi": mpi, "strategy": strategy_name, "entries": []}
     todo = [p for p in points if p not in done]
     doc["entries"] = [done[p] for p in points if p in done]
     if done:
-        prev = json.loads(Path(output).read_text())
+        prev = tbl.load(output)
         doc["elapsed_s"], doc["measurements"] = prev.get("elapsed_s", 0), prev.get(
             "measurements", 0)
     if done:
@@ -234,7 +228,7 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
                                    "time_us": round(res.time_us, 3),
                                    "native_us": None if native is None else round(native, 3),
                                    "evaluations": res.evaluations})
-            write_table(doc, output)
+            tbl.write_table(doc, output)
             bar.update(i + 1, len(todo))
     except KeyboardInterrupt:
         status = "interrupted"
@@ -248,7 +242,7 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
     elapsed = time.monotonic() - started
     doc["elapsed_s"] = round(doc.get("elapsed_s", 0) + elapsed, 3)  # over resumed runs too
     doc["measurements"] = doc.get("measurements", 0) + evaluations
-    write_table(doc, output)
+    tbl.write_table(doc, output)
     return doc, evaluations, elapsed, status
 
 
@@ -338,16 +332,16 @@ def _version() -> str:
 
 
 def export_table(doc: dict, fmt: str, output: str) -> str:
-    from . import export
+    from .export import FORMATS
+    from .store import write_atomic
 
-    writers = {"ompi": (export.export_ompi_rules, ".ompi-rules.txt"),
-               "ompi-json": (export.export_ompi_json, ".ompi-rules.json"),
-               "mpich": (export.export_mpich_json, ".mpich-selection.json")}
-    if fmt not in writers:
-        raise SystemExit(f"colltune tune: unknown export format {fmt} (ompi, ompi-json, mpich)")
-    fn, suffix = writers[fmt]
-    path = str(Path(output).with_suffix("")) + suffix
-    Path(path).write_text(fn(doc))
+    suffixes = {"ompi": ".ompi-rules.txt", "ompi-json": ".ompi-rules.json",
+                "mpich": ".mpich-selection.json"}
+    if fmt not in FORMATS:
+        raise SystemExit(f"colltune tune: unknown export format {fmt} "
+                         f"({', '.join(FORMATS)})")
+    path = str(Path(output).with_suffix("")) + suffixes[fmt]
+    write_atomic(path, FORMATS[fmt](doc))
     return path
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 import time
@@ -23,6 +22,7 @@ from types import SimpleNamespace
 
 from .model import Model, ModelError, load_p2p
 from .mpi import MPIBuild, MPIError
+from .store import write_atomic
 
 SCHEMA = "colltune-validation"
 SCHEMA_VERSION = 1
@@ -230,9 +230,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     except (RuntimeError, ModelError) as e:
         status = "failed"
         print(f"colltune validate-model: {e}", file=sys.stderr)
-    tmp = f"{args.output}.tmp"
-    Path(tmp).write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, args.output)
+    write_atomic(args.output, json.dumps(doc, indent=1))
     if run:
         run.add_bench(validation_bench(doc, shlex.join(["colltune", *sys.argv[1:]])))
         run.finish(status)

@@ -129,20 +129,59 @@ void ct_monitor_init(void)
     start_time = PMPI_Wtime();
 }
 
-/* The world rank of dest in comm: the identity on MPI_COMM_WORLD (the common
- * case, no call at all), else a group translation. */
+/* The world ranks of a communicator's ranks (remote ones for an
+ * inter-communicator), made at its first message and kept as an attribute, so
+ * later messages cost one attribute lookup: no group, no allocation. */
+static int ranks_keyval = MPI_KEYVAL_INVALID;
+
+static int free_ranks(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm, (void)keyval, (void)extra;
+    free(attr);
+    return MPI_SUCCESS;
+}
+
+static int *world_ranks(MPI_Comm comm)
+{
+    int flag = 0, *ranks = NULL;
+    if (ranks_keyval == MPI_KEYVAL_INVALID &&
+        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_ranks, &ranks_keyval, NULL))
+        return NULL;
+    PMPI_Comm_get_attr(comm, ranks_keyval, &ranks, &flag);
+    if (flag)
+        return ranks;
+    int inter = 0, n = 0;
+    MPI_Group g;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter ? PMPI_Comm_remote_group(comm, &g) : PMPI_Comm_group(comm, &g))
+        return NULL;
+    PMPI_Group_size(g, &n);
+    int *local = malloc(sizeof(int) * (size_t)(n + 1));
+    ranks = malloc(sizeof(int) * (size_t)(n + 1));
+    if (local && ranks) {
+        for (int i = 0; i < n; i++)
+            local[i] = i;
+        ranks[0] = n; /* the size first, for the bounds check */
+        PMPI_Group_translate_ranks(g, n, local, world_group, ranks + 1);
+        PMPI_Comm_set_attr(comm, ranks_keyval, ranks);
+    } else {
+        free(ranks);
+        ranks = NULL;
+    }
+    free(local);
+    PMPI_Group_free(&g);
+    return ranks;
+}
+
+/* The world rank of dest in comm: the identity on MPI_COMM_WORLD. */
 static int world_of(MPI_Comm comm, int dest)
 {
     if (comm == MPI_COMM_WORLD)
         return dest;
-    int inter = 0, out = MPI_UNDEFINED;
-    MPI_Group g;
-    PMPI_Comm_test_inter(comm, &inter);
-    if (inter ? PMPI_Comm_remote_group(comm, &g) : PMPI_Comm_group(comm, &g))
+    const int *ranks = world_ranks(comm);
+    if (!ranks || dest >= ranks[0] || ranks[1 + dest] == MPI_UNDEFINED)
         return -1;
-    PMPI_Group_translate_ranks(g, 1, &dest, world_group, &out);
-    PMPI_Group_free(&g);
-    return out == MPI_UNDEFINED ? -1 : out;
+    return ranks[1 + dest];
 }
 
 static int log2_bin(uint64_t n)

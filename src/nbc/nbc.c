@@ -508,6 +508,43 @@ static int tree_heights(const ct_job *job, tree_shape shape, int *height)
     return rc;
 }
 
+/* The last tree read (the same collective in a loop is the common case): reading
+ * it generates every rank's schedule, which need not happen at every call. */
+static pthread_mutex_t heights_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    const ct_registry_entry *alg;
+    ct_params params; /* rank 0: the tree does not depend on the caller's rank */
+    int *height, ok;
+} last_tree;
+
+static int cached_heights(const ct_job *job, tree_shape shape, int *height)
+{
+    ct_params key;
+    memset(&key, 0, sizeof key); /* padding too: compared with memcmp */
+    memcpy(&key, &job->params, sizeof key);
+    key.rank = 0;
+    int n = key.size, rc;
+    pthread_mutex_lock(&heights_lock);
+    if (last_tree.height && last_tree.alg == job->alg &&
+        !memcmp(&key, &last_tree.params, sizeof key)) {
+        memcpy(height, last_tree.height, sizeof *height * (size_t)n);
+        rc = last_tree.ok;
+    } else {
+        rc = tree_heights(job, shape, height);
+        int *copy = malloc(sizeof *copy * (size_t)n);
+        if (copy) {
+            memcpy(copy, height, sizeof *copy * (size_t)n);
+            free(last_tree.height);
+            last_tree.height = copy;
+            last_tree.alg = job->alg;
+            last_tree.params = key;
+            last_tree.ok = rc;
+        }
+    }
+    pthread_mutex_unlock(&heights_lock);
+    return rc;
+}
+
 /* Cuts the rank's schedule: an edge is low (application) when the child end's
  * subtree is less than S high. A local operation goes with the part that
  * produced its input; one on the rank's own input with the part that runs
@@ -610,7 +647,7 @@ int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
     if (!r->job.empty) {
         int n = r->job.params.size, root_height = 0;
         int *height = malloc((size_t)n * sizeof *height);
-        int tree = height && shape != SHAPE_NONE && tree_heights(&r->job, shape, height) == 0;
+        int tree = height && shape != SHAPE_NONE && cached_heights(&r->job, shape, height) == 0;
         if (tree)
             root_height = height[r->job.params.root];
         if (split == CT_SPLIT_AUTO)

@@ -9,6 +9,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,7 @@ typedef struct entry {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static entry *entries;
 static int nentries;
+static atomic_int loaded; /* nentries, read without the lock on every call */
 
 void ct_table_unload(void)
 {
@@ -233,6 +235,7 @@ void ct_table_unload(void)
     free(entries);
     entries = NULL;
     nentries = 0;
+    atomic_store(&loaded, 0);
     pthread_mutex_unlock(&lock);
 }
 
@@ -364,16 +367,14 @@ int ct_table_load(const char *path, char *why, size_t len)
     pthread_mutex_lock(&lock);
     entries = es;
     nentries = n;
+    atomic_store(&loaded, n);
     pthread_mutex_unlock(&lock);
     return 0;
 }
 
 int ct_table_loaded(void)
 {
-    pthread_mutex_lock(&lock);
-    int n = nentries;
-    pthread_mutex_unlock(&lock);
-    return n > 0;
+    return atomic_load(&loaded) > 0;
 }
 
 static double log_distance(double a, double b)
