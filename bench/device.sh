@@ -9,9 +9,10 @@
 #                                                   (P2P_ARGS, VALIDATE_ARGS: extra options)
 #   bench/device.sh OUTDIR overlap [OVERLAP-ARGS]   colltune overlap over MPICH, Open MPI as
 #                                                   peer: OUTDIR/overlap.tgz
-#   bench/device.sh OUTDIR tune [NRANKS]            the paper's table 2 cases (8 ranks) with
-#                                                   every strategy, then the model-guided
-#                                                   grid at NRANKS (16) per MPI: OUTDIR/tune.tgz
+#   bench/device.sh OUTDIR tune [NRANKS [STEP...]]  issue 8's figures, resumable: the paper's
+#                                                   table 2 cases (8 ranks) per strategy, the
+#                                                   grid at NRANKS (16) per strategy and MPI,
+#                                                   then tuned vs native: OUTDIR/tune.tgz
 # OUTDIR receives few files (the device tool brings back at most 8): the probe's machine
 # file, XML, log and machine description; the study's log and one study.tgz, rewritten after
 # every run so that a cut-off call keeps what finished. The study's own directory is
@@ -82,8 +83,17 @@ model)
     done
     ;;
 tune)
+    # Steps (default all, in this order; each resumes what an earlier call left in $work,
+    # so a call cut off at the device's 10 minutes is simply made again):
+    #   table2      the paper's table 2 cases at 8 ranks with every strategy (MPICH)
+    #   grid        the whole grid at NRANKS: model-guided with MPICH and with Open MPI,
+    #               SMGD and exhaustive with MPICH
+    #   bench       bench/table_bench.py: every table's choice and both natives, side by side
     work=${TUNE_DIR:-/tmp/colltune-device-tune}
     n=${1:-16}
+    shift || true
+    steps=("$@")
+    [ ${#steps[@]} -gt 0 ] || steps=(table2 grid bench)
     mkdir -p "$work"
     { date -u; uname -a; lscpu; } >"$work/machine.txt" 2>&1
     for mpi in mpich openmpi; do build_mpi "$mpi" >"$work/build-$mpi.log" 2>&1; done
@@ -100,24 +110,49 @@ json.dump([{"op": o, "ranks": n, "size_bytes": 0 if o == "barrier" else s} for o
            for s in (sizes if o != "barrier" else [0])], open(f"{work}/grid.json", "w"))
 PY
     for mpi in mpich openmpi; do
-        COLLTUNE_MPI=$mpi colltune p2p --quick -o "$work/p2p-$mpi.json" >"$work/p2p-$mpi.log" 2>&1
+        [ -s "$work/p2p-$mpi.json" ] || COLLTUNE_MPI=$mpi colltune p2p --quick \
+            -o "$work/p2p-$mpi.json" >"$work/p2p-$mpi.log" 2>&1
     done
-    for case in bcast-1K bcast-128K scatter-1K scatter-128K; do
-        for strategy in exhaustive mgd smgd pipeline model; do
-            log "table 2: $case with $strategy"
-            COLLTUNE_MPI=mpich colltune tune --strategy "$strategy" --from-monitor \
-                "$work/case-$case.json" --p2p "$work/p2p-mpich.json" \
-                -o "$work/t2-$case-$strategy.json" 2>&1 | grep -v '\[#*\.*\]' \
-                >"$work/t2-$case-$strategy.log"
-        done
+    grid() { # mpi strategy
+        log "grid at $n ranks: $2 with $1"
+        COLLTUNE_MPI=$1 colltune tune --strategy "$2" --from-monitor "$work/grid.json" \
+            --p2p "$work/p2p-$1.json" --iters 10 --no-record -o "$work/grid-$2-$1.json" 2>&1 \
+            | grep -v '\[#*\.*\]' >>"$work/grid-$2-$1.log"
         tar czf "$out/tune.tgz" -C "$work" .
-    done
-    for mpi in mpich openmpi; do
-        log "model-guided grid at $n ranks with $mpi"
-        COLLTUNE_MPI=$mpi colltune tune --strategy model --from-monitor "$work/grid.json" \
-            --p2p "$work/p2p-$mpi.json" --iters 10 -o "$work/grid-$mpi.json" 2>&1 \
-            | grep -v '\[#*\.*\]' | tee "$work/grid-$mpi.log"
-        tar czf "$out/tune.tgz" -C "$work" .
+    }
+    for step in "${steps[@]}"; do
+        case $step in
+        table2)
+            for case in bcast-1K bcast-128K scatter-1K scatter-128K; do
+                for strategy in exhaustive mgd smgd pipeline model; do
+                    log "table 2: $case with $strategy"
+                    COLLTUNE_MPI=mpich colltune tune --strategy "$strategy" --from-monitor \
+                        "$work/case-$case.json" --p2p "$work/p2p-mpich.json" --no-record \
+                        -o "$work/t2-$case-$strategy.json" 2>&1 | grep -v '\[#*\.*\]' \
+                        >>"$work/t2-$case-$strategy.log"
+                done
+                tar czf "$out/tune.tgz" -C "$work" .
+            done
+            ;;
+        grid)
+            grid mpich model
+            grid openmpi model
+            grid mpich smgd
+            grid mpich exhaustive
+            ;;
+        bench)
+            log "tuned vs native at $n ranks"
+            PYTHONPATH=python python3 bench/table_bench.py --ranks "$n" \
+                --table model=$work/grid-model-mpich.json \
+                --table model-ompi=$work/grid-model-openmpi.json \
+                --table smgd=$work/grid-smgd-mpich.json \
+                --table exhaustive=$work/grid-exhaustive-mpich.json \
+                -o "$work/table-bench.json" --markdown "$work/table-bench.md" 2>&1 \
+                | grep -v '\[#*\.*\]' | tee "$work/table-bench.log"
+            tar czf "$out/tune.tgz" -C "$work" .
+            ;;
+        *) echo "unknown tune step '$step' (table2, grid, bench)" >&2; exit 2 ;;
+        esac
     done
     ;;
 overlap)

@@ -399,9 +399,10 @@ int main(int argc, char **argv)
                 double median = iters % 2 ? sorted[iters / 2]
                                           : 0.5 * (sorted[iters / 2 - 1] + sorted[iters / 2]);
                 printf("{\"algorithm\":\"%s\",\"segsize\":%lld,\"size\":%lld,"
-                       "\"median_us\":%.3f,\"iterations\":%d,\"ok\":%s}\n",
-                       info->name, o.has_segsize ? o.segsize : 0, size, median, iters,
-                       rc == MPI_SUCCESS ? "true" : "false");
+                       "\"median_us\":%.3f,\"min_us\":%.3f,\"max_us\":%.3f,"
+                       "\"iterations\":%d,\"ok\":%s}\n",
+                       info->name, o.has_segsize ? o.segsize : 0, size, median, sorted[0],
+                       sorted[iters - 1], iters, rc == MPI_SUCCESS ? "true" : "false");
                 fflush(stdout);
             }
         }

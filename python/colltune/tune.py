@@ -44,6 +44,7 @@ class Server:
                                      env={**os.environ, **build.launch_env(ranks)},
                                      start_new_session=True)
         self.calls = 0
+        self.last: dict = {}
 
     def evaluate(self, alg: str, segsize: int, size: int, iters: int) -> float:
         self.proc.stdin.write(f"{alg} {segsize} {size} {iters}\n")
@@ -56,6 +57,7 @@ class Server:
         if "error" in r or not r.get("ok", True):
             raise TuneError(f"{alg} segsize {segsize} at {size} B: {r.get('error', 'failed')}")
         self.calls += 1
+        self.last = r  # the whole answer: median, min and max over the iterations
         return float(r["median_us"])
 
     def close(self) -> None:
