@@ -58,6 +58,26 @@ typedef struct ct_options {
      * >= the tree's height: the blocking algorithm. CT_SPLIT_AUTO (what
      * ct_options_init sets): chosen by the split-tree model. */
     int split;
+    /* Hierarchical algorithms ("hier" of bcast, reduce, allreduce, allgather,
+     * barrier): registry names of the part inside each node (intra) and of the
+     * part among the node leaders (inter); NULL = the defaults. Which
+     * collective each part names:
+     *   bcast:     intra bcast,  inter bcast      (defaults binomial, binomial)
+     *   reduce:    intra reduce, inter reduce     (binomial, binomial)
+     *   allreduce: intra reduce to the leader and the bcast of the same name
+     *              back (linear, chain, binary, binomial); inter allreduce
+     *              (binomial, recursive_doubling)
+     *   allgather: intra gather to the leader and the bcast of the same name
+     *              back; inter allgather among leaders (binomial, bruck)
+     *   barrier:   intra zero-byte gather (fan-in) and bcast (release) of that
+     *              name; inter barrier (binomial, dissemination)
+     * The node of each rank comes from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)
+     * (computed once per communicator, on its first hierarchical call);
+     * COLLTUNE_NODES=R (testing only) instead puts ranks r with equal r / R on
+     * one node. The leader of a node is its lowest rank (for bcast and reduce,
+     * the root on the root's node). Other algorithms ignore both fields. */
+    const char *intra;
+    const char *inter;
 } ct_options;
 
 #define CT_SPLIT_AUTO (-1)
@@ -172,7 +192,8 @@ enum {
     CT_ALG_SEGMENTABLE   = 1u << 0, /* takes a segment size (pipelining) */
     CT_ALG_NEEDS_COMMUTE = 1u << 1, /* only for commutative operations */
     CT_ALG_TAKES_RADIX   = 1u << 2, /* uses ct_options.radix */
-    CT_ALG_NATIVE        = 1u << 3  /* the MPI library's own collective */
+    CT_ALG_NATIVE        = 1u << 3, /* the MPI library's own collective */
+    CT_ALG_HIERARCHICAL  = 1u << 4  /* node-aware: uses ct_options.intra / .inter */
 };
 
 typedef struct ct_algorithm_info {

@@ -119,6 +119,8 @@ def _layer(layer, f, pending, need, number, value) -> None:
                                   for c in pair)), f + ".pair",
          "missing" if pair == "missing" else "not null or a [core, core] pair")
     number(layer, "latency_us", f + ".latency_us", null=True)
+    if "between_hosts" in layer:  # optional: the layer joins ranks of different hosts
+        need(isinstance(layer["between_hosts"], bool), f + ".between_hosts", "not a boolean")
     points = layer.get("points")
     if need(isinstance(points, list), f + ".points", "missing or not a list"):
         previous = None

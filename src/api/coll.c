@@ -94,6 +94,9 @@ typedef struct comm_state {
     MPI_Comm priv;      /* private duplicate: our messages never meet the app's */
     unsigned seq;       /* calls so far, for tags */
     ct_job job;         /* the blocking calls' job, its memory and schedule kept */
+    int *node_of;       /* the node layout (ct_params.node_of), once a hierarchical
+                           algorithm asked for it; NULL before */
+    unsigned layout_id;
 } comm_state;
 
 static int state_keyval = MPI_KEYVAL_INVALID;
@@ -106,8 +109,63 @@ static int state_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
     if (st->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&st->priv);
     ct_job_free(&st->job);
+    free(st->node_of);
     free(st);
     return MPI_SUCCESS;
+}
+
+/* The node layout of the communicator, computed on its first hierarchical
+ * call (collective over it, as that call is): ranks sharing memory
+ * (MPI_COMM_TYPE_SHARED) form a node, numbered by first appearance. The
+ * testing override COLLTUNE_NODES=R puts ranks r with equal r / R together. */
+static int node_layout(comm_state *st, int size, int rank)
+{
+    static unsigned next_id; /* under keyval_lock */
+    if (st->node_of)
+        return MPI_SUCCESS;
+    int *first = malloc(sizeof(int) * (size_t)size), *node_of = malloc(sizeof(int) * (size_t)size);
+    int *number = malloc(sizeof(int) * (size_t)size);
+    int rc = MPI_SUCCESS;
+    if (!first || !node_of || !number) {
+        rc = MPI_ERR_NO_MEM;
+        goto out;
+    }
+    const char *env = getenv("COLLTUNE_NODES");
+    int ppn = env ? atoi(env) : 0;
+    if (ppn > 0) {
+        for (int r = 0; r < size; r++)
+            first[r] = r - r % ppn;
+    } else {
+        MPI_Comm node;
+        int lowest = rank;
+        if ((rc = PMPI_Comm_split_type(st->priv, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL,
+                                       &node)) != MPI_SUCCESS)
+            goto out;
+        rc = PMPI_Allreduce(&rank, &lowest, 1, MPI_INT, MPI_MIN, node);
+        PMPI_Comm_free(&node);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Allgather(&lowest, 1, MPI_INT, first, 1, MPI_INT, st->priv);
+        if (rc != MPI_SUCCESS)
+            goto out;
+    }
+    /* A node's lowest rank opens it: numbering in rank order of those is
+     * numbering by first appearance. */
+    int k = 0;
+    for (int r = 0; r < size; r++) {
+        if (first[r] == r)
+            number[r] = k++;
+        node_of[r] = number[first[r]];
+    }
+    st->node_of = node_of;
+    node_of = NULL;
+    pthread_mutex_lock(&keyval_lock);
+    st->layout_id = ++next_id ? next_id : ++next_id;
+    pthread_mutex_unlock(&keyval_lock);
+out:
+    free(first);
+    free(node_of);
+    free(number);
+    return rc;
 }
 
 static int get_state(MPI_Comm comm, comm_state **out)
@@ -628,6 +686,18 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
                cname, e->info.name);
     else
         why.cls = MPI_SUCCESS;
+    const char *intra = NULL, *inter_part = NULL;
+    if (why.cls == MPI_SUCCESS && (e->info.flags & CT_ALG_HIERARCHICAL)) {
+        unsigned part_flags;
+        char msg[200];
+        if (ct_hier_parts(c->coll, opts ? opts->intra : NULL, opts ? opts->inter : NULL,
+                          &intra, &inter_part, &part_flags, msg, sizeof msg))
+            refuse(&why, MPI_ERR_ARG, "%s", msg);
+        else if (!commutative && (part_flags & CT_ALG_NEEDS_COMMUTE))
+            refuse(&why, MPI_ERR_OP,
+                   "%s/hier with parts %s (intra) and %s (inter) needs a commutative operation; "
+                   "choose parts that keep rank order", cname, intra, inter_part);
+    }
     if (why.cls != MPI_SUCCESS)
         return native_on_reject ? ct_call_native(c) : raise_message(c->comm, why.cls, why.msg);
     if ((e->info.flags & CT_ALG_NATIVE) || inter)
@@ -654,6 +724,14 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     }
     if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
         return ct_raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
+    if (e->info.flags & CT_ALG_HIERARCHICAL) {
+        if ((rc = node_layout(st, size, rank)) != MPI_SUCCESS)
+            return ct_raise_error(c->comm, rc, "%s: cannot find the node layout", cname);
+        p.node_of = st->node_of;
+        p.layout_id = st->layout_id;
+        p.intra = intra;
+        p.inter = inter_part;
+    }
     if (!job)
         job = &st->job;
     job->empty = 0;

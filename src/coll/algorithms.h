@@ -14,18 +14,21 @@ CT_GENERATOR(ct_bcast_binomial);
 CT_GENERATOR(ct_bcast_knomial);
 CT_GENERATOR(ct_bcast_scatter_allgather);
 CT_GENERATOR(ct_bcast_scatter_bruck);
+CT_GENERATOR(ct_bcast_hier);
 
 CT_GENERATOR(ct_reduce_linear);
 CT_GENERATOR(ct_reduce_chain);
 CT_GENERATOR(ct_reduce_binary);
 CT_GENERATOR(ct_reduce_binomial);
 CT_GENERATOR(ct_reduce_rabenseifner);
+CT_GENERATOR(ct_reduce_hier);
 
 CT_GENERATOR(ct_allreduce_reduce_bcast);
 CT_GENERATOR(ct_allreduce_allgather_reduce);
 CT_GENERATOR(ct_allreduce_recursive_doubling);
 CT_GENERATOR(ct_allreduce_ring);
 CT_GENERATOR(ct_allreduce_rabenseifner);
+CT_GENERATOR(ct_allreduce_hier);
 
 CT_GENERATOR(ct_scatter_linear);
 CT_GENERATOR(ct_scatter_chain);
@@ -41,6 +44,7 @@ CT_GENERATOR(ct_allgather_gather_bcast);
 CT_GENERATOR(ct_allgather_ring);
 CT_GENERATOR(ct_allgather_recursive_doubling);
 CT_GENERATOR(ct_allgather_bruck);
+CT_GENERATOR(ct_allgather_hier);
 
 CT_GENERATOR(ct_alltoall_gather_scatter);
 CT_GENERATOR(ct_alltoall_pairwise);
@@ -50,5 +54,6 @@ CT_GENERATOR(ct_barrier_ring);
 CT_GENERATOR(ct_barrier_binomial);
 CT_GENERATOR(ct_barrier_tournament);
 CT_GENERATOR(ct_barrier_dissemination);
+CT_GENERATOR(ct_barrier_hier);
 
 #endif

@@ -102,6 +102,42 @@ int ct_rsag_real(const ct_params *p, int top, int rem, int nr);
 /* Element range owned by new rank nr's window [wlo, whi) of pof2 parts. */
 void ct_rsag_range(size_t count, int pof2, int wlo, int whi, size_t *off, size_t *len);
 
+/* ---- Node-aware composition (hier.c) ----------------------------------- */
+
+/* The node layout of a call (p->node_of), grouped: node k's ranks, ascending,
+ * are members[start[k] .. start[k+1]). */
+typedef struct ct_layout {
+    int size, nnodes;
+    int *node_of;     /* per rank */
+    int *local;       /* per rank: its index among its node's ranks */
+    int *start;       /* nnodes + 1 */
+    int *members;     /* size */
+    int *leader;      /* per node: its lowest rank (a rooted algorithm puts its
+                         root in its node's place) */
+    int max_node;     /* ranks on the largest node */
+    int contiguous;   /* every node is an interval of ranks (block placement) */
+} ct_layout;
+
+/* Builds the layout of p (p->node_of NULL or one_node set: one node). -1 when
+ * node_of is not numbered by first appearance or out of memory. */
+int ct_layout_build(ct_layout *L, const ct_params *p, int one_node);
+void ct_layout_free(ct_layout *L);
+
+/* Generates algorithm alg of q->coll for a group of ranks (q->size and q->rank
+ * are the group's; group[i] is the real rank of group rank i) and appends its
+ * rounds to s, after what s has: peers become real ranks, its temporaries new
+ * temporaries of s, and its SRC / DST the regions of s starting at
+ * (src_buf, src_off) / (dst_buf, dst_off); a buffer -1 becomes a temporary of
+ * s, made only if the part uses it, as large as it needs. Copies that land on
+ * themselves are dropped. sync: every message becomes a zero-byte one and local
+ * operations go (the fan-in and release of a barrier). */
+int ct_compose(ct_sched *s, const char *alg, const ct_params *q, const int *group,
+               int src_buf, size_t src_off, int dst_buf, size_t dst_off, int sync);
+
+/* The sub-call parameters of a part: p's, without the layout. */
+ct_params ct_part_params(const ct_params *p, int coll, const char *alg, int size, int rank,
+                         int root);
+
 static inline int ct_pof2_floor(int n)
 {
     int p = 1;

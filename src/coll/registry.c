@@ -13,6 +13,7 @@
 #define COMM CT_ALG_NEEDS_COMMUTE
 #define RADIX CT_ALG_TAKES_RADIX
 #define NATIVE CT_ALG_NATIVE
+#define HIER CT_ALG_HIERARCHICAL
 
 static const ct_registry_entry table[] = {
     {{CT_BCAST, "native", NATIVE, 0, "the MPI library's MPI_Bcast"}, NULL},
@@ -28,6 +29,9 @@ static const ct_registry_entry table[] = {
      ct_bcast_scatter_allgather},
     {{CT_BCAST, "scatter_bruck", 0, 0, "binomial scatter + Bruck allgather (log2 N steps)"},
      ct_bcast_scatter_bruck},
+    {{CT_BCAST, "hier", SEG | HIER, 0,
+      "node-aware: inter-node bcast among node leaders, then intra-node bcast"},
+     ct_bcast_hier},
 
     {{CT_REDUCE, "native", NATIVE, 0, "the MPI library's MPI_Reduce"}, NULL},
     {{CT_REDUCE, "linear", SEG, 0, "root receives every vector, reduces in rank order"},
@@ -37,6 +41,9 @@ static const ct_registry_entry table[] = {
     {{CT_REDUCE, "binomial", SEG, 0, "binomial tree, rank order kept"}, ct_reduce_binomial},
     {{CT_REDUCE, "rabenseifner", COMM, 0, "reduce-scatter (recursive halving) + binomial gather"},
      ct_reduce_rabenseifner},
+    {{CT_REDUCE, "hier", SEG | HIER, 0,
+      "node-aware: intra-node reduce to each leader, then inter-node reduce"},
+     ct_reduce_hier},
 
     {{CT_ALLREDUCE, "native", NATIVE, 0, "the MPI library's MPI_Allreduce"}, NULL},
     {{CT_ALLREDUCE, "reduce_bcast", SEG, 0, "binomial reduce to rank 0 + binomial bcast"},
@@ -49,6 +56,9 @@ static const ct_registry_entry table[] = {
     {{CT_ALLREDUCE, "rabenseifner", COMM, 0,
       "reduce-scatter (recursive halving) + allgather (recursive doubling)"},
      ct_allreduce_rabenseifner},
+    {{CT_ALLREDUCE, "hier", SEG | HIER, 0,
+      "node-aware: intra reduce, inter allreduce among leaders, intra bcast"},
+     ct_allreduce_hier},
 
     {{CT_SCATTER, "native", NATIVE, 0, "the MPI library's MPI_Scatter"}, NULL},
     {{CT_SCATTER, "linear", SEG, 0, "root sends each rank its block (flat tree)"},
@@ -75,6 +85,9 @@ static const ct_registry_entry table[] = {
       "log2(N) exchanges of doubling size (non-powers of two folded in)"},
      ct_allgather_recursive_doubling},
     {{CT_ALLGATHER, "bruck", 0, 0, "Bruck: ceil(log2 N) steps, any N"}, ct_allgather_bruck},
+    {{CT_ALLGATHER, "hier", HIER, 0,
+      "node-aware: intra gather, inter allgather among leaders, intra bcast"},
+     ct_allgather_hier},
 
     {{CT_ALLTOALL, "native", NATIVE, 0, "the MPI library's MPI_Alltoall"}, NULL},
     {{CT_ALLTOALL, "gather_scatter", 0, 0, "gather everything to rank 0, which scatters"},
@@ -93,6 +106,9 @@ static const ct_registry_entry table[] = {
      ct_barrier_tournament},
     {{CT_BARRIER, "dissemination", 0, 0, "dissemination: ceil(log2 N) rounds, rank+2^k"},
      ct_barrier_dissemination},
+    {{CT_BARRIER, "hier", HIER, 0,
+      "node-aware: intra fan-in, inter barrier among leaders, intra release"},
+     ct_barrier_hier},
 };
 
 #define NENTRIES ((int)(sizeof table / sizeof table[0]))
@@ -165,10 +181,12 @@ static void build_registry_json(void)
         used += (size_t)snprintf(
             buf + used, sizeof registry_json - used,
             "%s{\"coll\":\"%s\",\"name\":\"%s\",\"segmentable\":%s,\"needs_commutative\":%s,"
-            "\"takes_radix\":%s,\"native\":%s,\"default_segsize\":%lld,\"summary\":\"%s\"}",
+            "\"takes_radix\":%s,\"native\":%s,\"hierarchical\":%s,\"default_segsize\":%lld,"
+            "\"summary\":\"%s\"}",
             i ? "," : "", coll_names[a->coll], a->name, (a->flags & SEG) ? "true" : "false",
             (a->flags & COMM) ? "true" : "false", (a->flags & RADIX) ? "true" : "false",
-            (a->flags & NATIVE) ? "true" : "false", a->default_segsize, a->summary);
+            (a->flags & NATIVE) ? "true" : "false", (a->flags & HIER) ? "true" : "false",
+            a->default_segsize, a->summary);
     }
     if (used < sizeof registry_json)
         snprintf(buf + used, sizeof registry_json - used, "]");

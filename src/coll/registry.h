@@ -12,4 +12,18 @@ typedef struct ct_registry_entry {
 
 const ct_registry_entry *ct_registry_find(ct_coll coll, const char *name);
 
+/* The parts of coll's hierarchical algorithm (see ct_options.intra / .inter in
+ * colltune.h): resolves NULL or empty names to the defaults and checks the
+ * others. On success *intra_out / *inter_out are the registry's own name
+ * strings and *flags the CT_ALG_NEEDS_COMMUTE of either part; -1 with the
+ * reason in why. */
+int ct_hier_parts(ct_coll coll, const char *intra, const char *inter, const char **intra_out,
+                  const char **inter_out, unsigned *flags, char *why, size_t whylen);
+
+/* The start of every hierarchical generator: its parts (p->intra / p->inter
+ * or the defaults) and the layout (one_node: all ranks on one node). -1 on
+ * bad parts or layout. */
+int ct_hier_begin(const ct_params *p, ct_layout *L, int one_node, const char **intra,
+                  const char **inter);
+
 #endif

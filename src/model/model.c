@@ -197,7 +197,9 @@ typedef struct rank_state {
 } rank_state;
 
 typedef struct replay {
-    const ct_cost_table *c;
+    const ct_cost_table *c;      /* the intra-node layer (and the local costs) */
+    const ct_cost_table *inter;  /* between nodes; NULL: c everywhere */
+    const int *node_of;
     int n;
     ct_sched *const *scheds;
     double esz;
@@ -205,6 +207,14 @@ typedef struct replay {
     rank_state *st;
     ct_model_result *res;
 } replay;
+
+/* The layer a message between a and b crosses. */
+static const ct_cost_table *layer(const replay *R, int a, int b)
+{
+    if (R->inter && R->node_of && R->node_of[a] != R->node_of[b])
+        return R->inter;
+    return R->c;
+}
 
 static long long pair_key(const replay *R, int from, int to)
 {
@@ -238,8 +248,9 @@ static int post_round(replay *R, int rank)
             return -1;
         if (send) {
             pending++;
-            double os = pending_cost(R->c, R->c->os_us, R->c->os_pending_us, bytes, pending);
-            po->g = pending_cost(R->c, R->c->g_us, R->c->g_pending_us, bytes, pending);
+            const ct_cost_table *c = layer(R, rank, op->peer);
+            double os = pending_cost(c, c->os_us, c->os_pending_us, bytes, pending);
+            po->g = pending_cost(c, c->g_us, c->g_pending_us, bytes, pending);
             double start = s->clock > s->link ? s->clock : s->link;
             s->clock = start + os;
             s->link = start + po->g;
@@ -285,14 +296,15 @@ static int finish_round(replay *R, int rank, arrival *arr)
         const posted_op *po = &s->ops[i];
         if (!po->ch)
             continue;
+        const ct_cost_table *lc = layer(R, rank, op->peer);
         if (op->kind == CT_OP_SEND) {
             const msg_end *se = &po->ch->sends[po->index];
             double done;
-            if (mode_at(c, se->bytes) == CT_MODE_RENDEZVOUS) {
+            if (mode_at(lc, se->bytes) == CT_MODE_RENDEZVOUS) {
                 if (po->index >= po->ch->nrecvs)
                     return 0;
                 double rp = po->ch->recvs[po->index].t;
-                done = (se->t > rp ? se->t : rp) + ct_cost_at(c, c->oneway_us, se->bytes);
+                done = (se->t > rp ? se->t : rp) + ct_cost_at(lc, lc->oneway_us, se->bytes);
             } else {
                 done = se->t + po->g;
             }
@@ -303,10 +315,10 @@ static int finish_round(replay *R, int rank, arrival *arr)
                 return 0;
             const msg_end *se = &po->ch->sends[po->index];
             double start = se->t, m = se->bytes;
-            if (mode_at(c, m) == CT_MODE_RENDEZVOUS && po->ch->recvs[po->index].t > start)
+            if (mode_at(lc, m) == CT_MODE_RENDEZVOUS && po->ch->recvs[po->index].t > start)
                 start = po->ch->recvs[po->index].t;
-            double orr = ct_cost_at(c, c->or_us, m);
-            arr[narr++] = (arrival){.ready = start + ct_cost_at(c, c->oneway_us, m) - orr,
+            double orr = ct_cost_at(lc, lc->or_us, m);
+            arr[narr++] = (arrival){.ready = start + ct_cost_at(lc, lc->oneway_us, m) - orr,
                                     .or_us = orr};
         }
     }
@@ -333,15 +345,28 @@ static int finish_round(replay *R, int rank, arrival *arr)
 int ct_model_run(const ct_cost_table *costs, int n, ct_sched *const *scheds, size_t elem_size,
                  ct_model_result *res)
 {
+    return ct_model_run_layers(costs, NULL, NULL, n, scheds, elem_size, res);
+}
+
+int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
+                        const int *node_of, int n, ct_sched *const *scheds, size_t elem_size,
+                        ct_model_result *res)
+{
     res->total_us = 0;
     res->messages = 0;
     res->error[0] = 0;
     const char *bad = check_table(costs);
+    const char *bad_inter = !bad && inter && node_of ? check_table(inter) : NULL;
+    if (bad_inter) {
+        snprintf(res->error, sizeof res->error, "inter-node %s", bad_inter);
+        return -1;
+    }
     if (bad || n < 1) {
         snprintf(res->error, sizeof res->error, "%s", bad ? bad : "no rank");
         return -1;
     }
-    replay R = {.c = costs, .n = n, .scheds = scheds, .esz = (double)elem_size, .res = res};
+    replay R = {.c = costs, .inter = node_of ? inter : NULL, .node_of = node_of, .n = n,
+                .scheds = scheds, .esz = (double)elem_size, .res = res};
     R.st = calloc((size_t)n, sizeof *R.st);
     int maxlen = 1;
     for (int r = 0; r < n; r++)
@@ -407,6 +432,12 @@ out:
 int ct_model_predict(const ct_cost_table *costs, const char *alg, const ct_params *p,
                      ct_model_result *res)
 {
+    return ct_model_predict_layers(costs, NULL, alg, p, res);
+}
+
+int ct_model_predict_layers(const ct_cost_table *costs, const ct_cost_table *inter,
+                            const char *alg, const ct_params *p, ct_model_result *res)
+{
     int n = p->size;
     res->error[0] = 0;
     if (n < 1) {
@@ -433,7 +464,7 @@ int ct_model_predict(const ct_cost_table *costs, const char *alg, const ct_param
             goto out;
         }
     }
-    rc = ct_model_run(costs, n, ps, p->type_size, res);
+    rc = ct_model_run_layers(costs, inter, p->node_of, n, ps, p->type_size, res);
 out:
     if (s)
         for (int r = 0; r < n; r++)
@@ -443,9 +474,33 @@ out:
     return rc;
 }
 
+static int layout_ok(const int *node_of, int n)
+{
+    int k = 0;
+    for (int r = 0; r < n; r++) {
+        if (node_of[r] < 0 || node_of[r] > k)
+            return 0;
+        if (node_of[r] == k)
+            k++;
+    }
+    return 1;
+}
+
 int ct_model_predict_named(const ct_cost_table *costs, const char *op, const char *alg, int n,
                            int root, long long count, int type_size, long long segsize_bytes,
                            int radix, double *total_us, double *rank_us, char *err, int errlen)
+{
+    return ct_model_predict_nodes_named(costs, NULL, NULL, op, alg, NULL, NULL, n, root, count,
+                                        type_size, segsize_bytes, radix, total_us, rank_us,
+                                        err, errlen);
+}
+
+int ct_model_predict_nodes_named(const ct_cost_table *costs, const ct_cost_table *inter,
+                                 const int *node_of, const char *op, const char *alg,
+                                 const char *intra_part, const char *inter_part, int n,
+                                 int root, long long count, int type_size,
+                                 long long segsize_bytes, int radix, double *total_us,
+                                 double *rank_us, char *err, int errlen)
 {
     ct_model_result res = {.rank_us = rank_us};
     int coll = ct_coll_from_name(op);
@@ -455,8 +510,21 @@ int ct_model_predict_named(const ct_cost_table *costs, const char *op, const cha
     else if (n < 1 || root < 0 || root >= n || count < 0 || type_size < 1)
         snprintf(res.error, sizeof res.error, "bad call: %d ranks, root %d, count %lld", n,
                  root, count);
+    else if (node_of && !layout_ok(node_of, n))
+        snprintf(res.error, sizeof res.error,
+                 "node layout: nodes must be numbered 0, 1, ... by first appearance");
     else {
         const ct_registry_entry *e = ct_registry_find((ct_coll)coll, alg);
+        const char *ip = NULL, *xp = NULL;
+        unsigned pf;
+        if (e && (e->info.flags & CT_ALG_HIERARCHICAL) &&
+            ct_hier_parts((ct_coll)coll, intra_part, inter_part, &ip, &xp, &pf, res.error,
+                          sizeof res.error)) {
+            *total_us = 0;
+            if (err && errlen > 0)
+                snprintf(err, (size_t)errlen, "%s", res.error);
+            return -1;
+        }
         if (e && segsize_bytes < 0) /* the algorithm's default, as the library runs it */
             segsize_bytes = e->info.default_segsize;
         if (e && !(e->info.flags & CT_ALG_SEGMENTABLE))
@@ -466,8 +534,10 @@ int ct_model_predict_named(const ct_cost_table *costs, const char *op, const cha
                        .commutative = 1,
                        .segcount = segsize_bytes > 0
                                        ? ct_segcount_for(segsize_bytes, (size_t)type_size)
-                                       : 0};
-        rc = ct_model_predict(costs, alg, &p, &res);
+                                       : 0,
+                       .node_of = node_of, .layout_id = node_of ? 1 : 0, .intra = ip,
+                       .inter = xp};
+        rc = ct_model_predict_layers(costs, inter, alg, &p, &res);
     }
     *total_us = res.total_us;
     if (err && errlen > 0)

@@ -64,10 +64,23 @@ typedef struct ct_model_result {
 int ct_model_run(const ct_cost_table *costs, int n, ct_sched *const *scheds, size_t elem_size,
                  ct_model_result *res);
 
+/* The same with two layers: a message between ranks of different nodes
+ * (node_of[a] != node_of[b]) costs inter's os, or, g, T and mode, every other
+ * message costs's; local operations always cost costs' local table. inter or
+ * node_of NULL: costs everywhere (ct_model_run). */
+int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
+                        const int *node_of, int n, ct_sched *const *scheds, size_t elem_size,
+                        ct_model_result *res);
+
 /* Generates every rank's schedule of algorithm alg for the call described by
  * p (p->rank ignored) and replays them. */
 int ct_model_predict(const ct_cost_table *costs, const char *alg, const ct_params *p,
                      ct_model_result *res);
+
+/* The same with two layers, the node of each rank from p->node_of (which the
+ * hierarchical algorithms also follow). */
+int ct_model_predict_layers(const ct_cost_table *costs, const ct_cost_table *inter,
+                            const char *alg, const ct_params *p, ct_model_result *res);
 
 /* The same by names, for callers without ct_params (Python through ctypes):
  * op as ct_coll_from_name takes it, count in elements of type_size bytes (per
@@ -77,6 +90,16 @@ int ct_model_predict(const ct_cost_table *costs, const char *alg, const ct_param
 int ct_model_predict_named(const ct_cost_table *costs, const char *op, const char *alg, int n,
                            int root, long long count, int type_size, long long segsize_bytes,
                            int radix, double *total_us, double *rank_us, char *err, int errlen);
+
+/* ct_model_predict_named with two layers and a node layout (node_of: n
+ * entries numbered by first appearance, or NULL for one node), and the parts
+ * of a hierarchical algorithm (NULL: its defaults; see ct_options.intra). */
+int ct_model_predict_nodes_named(const ct_cost_table *costs, const ct_cost_table *inter,
+                                 const int *node_of, const char *op, const char *alg,
+                                 const char *intra_part, const char *inter_part, int n,
+                                 int root, long long count, int type_size,
+                                 long long segsize_bytes, int radix, double *total_us,
+                                 double *rank_us, char *err, int errlen);
 
 /* Interpolated cost of m bytes in one of the table's columns (exposed for the
  * tests and the split-tree model). */

@@ -77,6 +77,18 @@ typedef struct ct_params {
     int radix;              /* k-nomial radix (>= 2) */
     int commutative;        /* the operation is commutative */
     int in_place;           /* input is in DST (MPI_IN_PLACE) */
+    /* The node layout, for the hierarchical algorithms (the others ignore it):
+     * node_of[r] is rank r's node for r in [0, size), nodes numbered from 0 in
+     * order of first appearance (node_of[0] = 0, and a new node's number is
+     * one more than the largest so far). NULL: every rank on one node.
+     * layout_id names the layout for caches that compare parameters bytewise
+     * (unique per layout array; 0 with NULL). */
+    const int *node_of;
+    unsigned layout_id;
+    /* Hierarchical algorithms: registry names of the intra-node and inter-node
+     * parts (see ct_hier_parts in coll/registry.h); NULL = the defaults. The
+     * API passes the registry's own strings, so they compare as pointers. */
+    const char *intra, *inter;
 } ct_params;
 
 typedef int (*ct_generator)(const ct_params *p, ct_sched *s);

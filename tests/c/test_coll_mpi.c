@@ -8,9 +8,14 @@
  * whole receive buffer (holes of derived types included) with what the native
  * collective produced from the same input.
  *
- * Usage: test_coll_mpi [--small | --large]
+ * The hierarchical algorithms run with their default parts; on one host,
+ * COLLTUNE_NODES=R makes them see nodes of R ranks, and then (small counts)
+ * they also run with another pair of parts that keeps rank order.
+ *
+ * Usage: test_coll_mpi [--small | --large] [--only ALGORITHM]
  *   --small: only the counts up to S+1; --large: only the 1 MiB + 3 bytes one
- *   (segmented with 16 S elements per segment).
+ *   (segmented with 16 S elements per segment). --only: that algorithm's name
+ *   only (of every collective that has it).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -26,6 +31,7 @@ static MPI_Datatype t_vector, t_struct;
 static MPI_Op op_perm;
 static int rank, nprocs, failures, cases, skipped;
 static int vector_predefined_ok;
+static const char *cur_intra, *cur_inter; /* hierarchical parts; NULL: defaults */
 
 /* The symmetric group S3 as a table: associative, not commutative, so any
  * reduction done out of rank order shows up in the result. */
@@ -123,6 +129,8 @@ static void check_case(const ct_algorithm_info *a, const dtype *d, MPI_Op op, co
     ct_options o;
     ct_options_init(&o);
     o.algorithm = a->name;
+    o.intra = cur_intra;
+    o.inter = cur_inter;
     if (seg > 0) {
         o.has_segsize = 1;
         o.segsize = seg;
@@ -191,6 +199,10 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int only_small = argc > 1 && strcmp(argv[1], "--small") == 0;
     int only_large = argc > 1 && strcmp(argv[1], "--large") == 0;
+    const char *only = NULL;
+    for (int i = 1; i + 1 < argc; i++)
+        if (strcmp(argv[i], "--only") == 0)
+            only = argv[i + 1];
 
     MPI_Type_vector(2, 1, 2, MPI_DOUBLE, &t_vector); /* data at 0 and 2, extent 3 doubles */
     MPI_Type_commit(&t_vector);
@@ -233,6 +245,18 @@ int main(int argc, char **argv)
         const ct_algorithm_info *a = ct_algorithm_get(ai);
         if (a->coll != CT_BCAST && a->coll != CT_REDUCE && a->coll != CT_ALLREDUCE)
             continue; /* the data-movement collectives and barrier: test_move_mpi */
+        if (only && strcmp(a->name, only) != 0)
+            continue;
+        /* Parts of the hierarchical algorithms: the defaults, then another pair. */
+        static const char *const alt[][2] = {[CT_BCAST] = {"chain", "scatter_allgather"},
+                                             [CT_REDUCE] = {"chain", "linear"},
+                                             [CT_ALLREDUCE] = {"linear", "reduce_bcast"}};
+        /* The other pair only where nodes are made up (the extra tests) and
+         * for the small counts: CI time. */
+        int hier = (a->flags & CT_ALG_HIERARCHICAL) && getenv("COLLTUNE_NODES") && !only_large;
+        for (int pi = 0; pi < (hier ? 2 : 1); pi++) {
+        cur_intra = pi ? alt[a->coll][0] : NULL;
+        cur_inter = pi ? alt[a->coll][1] : NULL;
         int before = failures, cbefore = cases;
         for (size_t di = 0; di < sizeof dtypes / sizeof dtypes[0]; di++) {
             const dtype *d = &dtypes[di];
@@ -278,9 +302,29 @@ int main(int argc, char **argv)
         }
         int ok = same_everywhere(failures == before);
         if (rank == 0)
-            printf("%-10s %-20s %5d cases %s\n", ct_coll_name(a->coll), a->name, cases - cbefore,
-                   ok ? "ok" : "FAILED");
+            printf("%-10s %-20s %5d cases %s%s%s%s\n", ct_coll_name(a->coll), a->name,
+                   cases - cbefore, ok ? "ok" : "FAILED", pi ? " (parts " : "",
+                   pi ? cur_intra : "", pi ? ")" : "");
         fflush(stdout);
+        }
+    }
+    /* Parts the hierarchical algorithms refuse: an unknown name, and a
+     * commutative-only part given a non-commutative operation. */
+    if (!only || strcmp(only, "hier") == 0) {
+        int x[4] = {0}, y[4], cls;
+        ct_options o;
+        ct_options_init(&o);
+        o.algorithm = "hier";
+        o.intra = "no_such_part";
+        MPI_Error_class(ct_bcast(x, 4, MPI_INT, 0, MPI_COMM_WORLD, &o), &cls);
+        if (cls != MPI_ERR_ARG)
+            report("bcast", "hier", &dtypes[1], "-", 0, 4, 0, 0, "unknown intra part accepted");
+        o.intra = NULL;
+        o.inter = "rabenseifner";
+        MPI_Error_class(ct_reduce(x, y, 4, MPI_INT, op_perm, 0, MPI_COMM_WORLD, &o), &cls);
+        if (cls != MPI_ERR_OP)
+            report("reduce", "hier", &dtypes[1], "perm", 0, 4, 0, 0,
+                   "commutative-only inter part accepted a non-commutative op");
     }
     int total_ok = same_everywhere(failures == 0);
     if (rank == 0)

@@ -201,8 +201,77 @@ static void never_finishes(void)
     ct_sched_free(&s[1]);
 }
 
+/* Two layers: inside nodes T = 10 us, between them T = 100 us (os = or = 1, g =
+ * 2). Hierarchical bcast, binomial at both levels, K = 2^a nodes of P = 2^b
+ * ranks: the leaders' binomial takes a T_inter, then each node's b T_intra,
+ * so a T_inter + b T_intra in all, in block and round-robin placement. The
+ * flat binomial costs the same on both (edges r -> r + 2^j cross nodes for
+ * the a levels j >= b in block placement, j < a in round-robin), while the
+ * flat chain's hops r -> r + 1 cross K - 1 times in block placement and every
+ * time in round-robin: (K-1) T_inter + (N-K) T_intra against (N-1) T_inter.
+ * Without a layout, every message costs T_intra. */
+static double ti_os[NPTS], ti_or[NPTS], ti_g[NPTS], ti_t[NPTS];
+static int ti_mode[NPTS];
+
+static double predict_nodes(const ct_cost_table *intra, const ct_cost_table *inter,
+                            const char *alg, int n, const int *node_of)
+{
+    ct_params p = {.coll = CT_BCAST, .size = n, .root = 0, .count = 4096, .type_size = 1,
+                   .radix = 2, .commutative = 1, .node_of = node_of, .layout_id = 1};
+    ct_model_result res = {0};
+    if (ct_model_predict_layers(intra, inter, alg, &p, &res)) {
+        failures++;
+        printf("FAIL %s N=%d two layers: %s\n", alg, n, res.error);
+        return -1;
+    }
+    return res.total_us;
+}
+
+static void two_layers(void)
+{
+    const double t_intra = 10, t_inter = 100;
+    ct_cost_table intra = constant_table(1, 1, 2, t_intra, CT_MODE_IMMEDIATE);
+    for (int i = 0; i < NPTS; i++) {
+        ti_os[i] = 1;
+        ti_or[i] = 1;
+        ti_g[i] = 2;
+        ti_t[i] = t_inter;
+        ti_mode[i] = CT_MODE_IMMEDIATE;
+    }
+    ct_cost_table inter = {.npoints = NPTS, .size_bytes = sizes, .os_us = ti_os,
+                           .or_us = ti_or, .g_us = ti_g, .oneway_us = ti_t, .mode = ti_mode};
+    int map[64];
+    for (int a = 0; a <= 3; a++)
+        for (int b = 0; b <= 3; b++) {
+            int k = 1 << a, ppn = 1 << b, n = k * ppn;
+            for (int r = 0; r < n; r++)
+                map[r] = r / ppn;
+            double want = a * t_inter + b * t_intra;
+            CHECK_NEAR(predict_nodes(&intra, &inter, "hier", n, map), want,
+                       "hier bcast, %d nodes x %d ranks, block", k, ppn);
+            CHECK_NEAR(predict_nodes(&intra, &inter, "binomial", n, map), want,
+                       "flat binomial, %d nodes x %d ranks, block", k, ppn);
+            CHECK_NEAR(predict_nodes(&intra, &inter, "chain", n, map),
+                       (k - 1) * t_inter + (n - k) * t_intra,
+                       "flat chain, %d nodes x %d ranks, block", k, ppn);
+            for (int r = 0; r < n; r++)
+                map[r] = r % k;
+            CHECK_NEAR(predict_nodes(&intra, &inter, "hier", n, map), want,
+                       "hier bcast, %d nodes x %d ranks, round-robin", k, ppn);
+            CHECK_NEAR(predict_nodes(&intra, &inter, "binomial", n, map), want,
+                       "flat binomial, %d nodes x %d ranks, round-robin", k, ppn);
+            CHECK_NEAR(predict_nodes(&intra, &inter, "chain", n, map),
+                       (k > 1 ? n - 1 : 0) * t_inter + (k > 1 ? 0 : n - 1) * t_intra,
+                       "flat chain, %d nodes x %d ranks, round-robin", k, ppn);
+            /* Without a layout everything is one node: the intra layer only. */
+            CHECK_NEAR(predict_nodes(&intra, &inter, "hier", n, NULL), (a + b) * t_intra,
+                       "hier bcast, %d ranks on one node", n);
+        }
+}
+
 int main(void)
 {
+    two_layers();
     closed_forms();
     rendezvous_waits_for_the_receive();
     pending_sends_cost_more();

@@ -42,6 +42,10 @@
  * (no message left unreceived), and MPI_Iprobe on the application's
  * communicators must find nothing.
  *
+ * The hierarchical algorithms run with their default parts; on one host,
+ * COLLTUNE_NODES=R makes them see nodes of R ranks, and then they also run
+ * with another pair of parts.
+ *
  * Usage: test_move_mpi [--small | --large] [--only COLL | ALGORITHM | COLL/ALGORITHM]
  */
 #include <signal.h>
@@ -54,6 +58,7 @@
 #include "colltune.h"
 
 #define GUARD 64
+static const char *cur_intra, *cur_inter; /* hierarchical parts; NULL: defaults */
 #define SENTINEL 0xEE
 #define BARRIER_ITERS 50
 #define WATCHDOG_S 300
@@ -336,6 +341,8 @@ static void move_case(const ct_algorithm_info *a, const pair *pr, int k, int roo
     ct_options o;
     ct_options_init(&o);
     o.algorithm = a->name;
+    o.intra = cur_intra;
+    o.inter = cur_inter;
     if (seg > 0) {
         o.has_segsize = 1;
         o.segsize = seg;
@@ -496,6 +503,8 @@ static void barrier_on(const ct_algorithm_info *a, MPI_Comm comm, const char *co
     ct_options o;
     ct_options_init(&o);
     o.algorithm = a->name;
+    o.intra = cur_intra;
+    o.inter = cur_inter;
     for (int t = 1; t <= BARRIER_ITERS; t++) {
         snprintf(current, sizeof current, "barrier/%s on %s (size %d) iteration %d", a->name,
                  comm_name, n, t);
@@ -613,14 +622,20 @@ int main(int argc, char **argv)
         int before = failures, cbefore = cases;
         long long s0 = n_isend, r0 = n_irecv;
         double a0 = MPI_Wtime();
-        if (a->coll == CT_BARRIER) {
-            run_barrier(a);
-        } else {
-            if (small)
-                run_movement(a, 0);
-            if (large)
-                run_movement(a, 1);
+        int hier = (a->flags & CT_ALG_HIERARCHICAL) && getenv("COLLTUNE_NODES");
+        for (int pi = 0; pi < (hier ? 2 : 1); pi++) {
+            cur_intra = pi ? (a->coll == CT_BARRIER ? "chain" : "linear") : NULL;
+            cur_inter = pi ? (a->coll == CT_BARRIER ? "tournament" : "ring") : NULL;
+            if (a->coll == CT_BARRIER) {
+                run_barrier(a);
+            } else {
+                if (small)
+                    run_movement(a, 0);
+                if (large)
+                    run_movement(a, 1);
+            }
         }
+        cur_intra = cur_inter = NULL;
         no_pending(MPI_COMM_WORLD, "MPI_COMM_WORLD");
         no_pending(split, "the split communicator");
         /* Every message colltune sent was received by someone. */

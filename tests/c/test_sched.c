@@ -52,9 +52,10 @@ static long long sim_messages;
     do {                                                                                       \
         if (failures++ < 20) {                                                                 \
             fprintf(stderr, "FAIL %s/%s N=%d root=%d count=%zu seg=%zu radix=%d comm=%d "      \
-                            "inplace=%d: ",                                                    \
+                            "inplace=%d nodes=%s parts=%s,%s: ",                               \
                     ct_coll_name(info->coll), info->name, n, root, count, segcount, radix,     \
-                    commutative, in_place);                                                    \
+                    commutative, in_place, cur_layout, cur_intra ? cur_intra : "-",            \
+                    cur_inter ? cur_inter : "-");                                              \
             fprintf(stderr, __VA_ARGS__);                                                      \
             fputc('\n', stderr);                                                               \
         }                                                                                      \
@@ -162,6 +163,71 @@ static void setup_rank(ct_coll c, int n, int r, int root, size_t count, int comm
     }
 }
 
+/* The node layout and parts of the hierarchical cases (NULL: one node, the
+ * default parts), and the layout's name for messages. */
+static const int *cur_nodes;
+static const char *cur_intra, *cur_inter, *cur_layout = "-";
+static long long inter_checked;
+
+static int ceil_log2(int n)
+{
+    int d = 0;
+    while ((1 << d) < n)
+        d++;
+    return d;
+}
+
+/* Messages that cross nodes, by the hierarchical algorithm's design, for the
+ * parts whose count is exact; -1 when not checked. */
+static int tree_bcast(const char *name)
+{
+    static const char *const trees[] = {"binomial", "chain", "linear", "binary", "knomial",
+                                        "pipeline"};
+    if (!name)
+        return 1;
+    for (size_t i = 0; i < sizeof trees / sizeof *trees; i++)
+        if (!strcmp(name, trees[i]))
+            return 1;
+    return 0;
+}
+
+static long expected_inter(const ct_algorithm_info *info, int nnodes, int root_node,
+                           size_t segcount, size_t count, int commutative, int contiguous)
+{
+    const char *inter = cur_inter;
+    int k = nnodes;
+    long segs = segcount ? (long)((count + segcount - 1) / segcount) : 1;
+    if (!commutative && !contiguous)
+        return -1; /* runs as one node: everything may cross */
+    switch (info->coll) {
+    case CT_BCAST: /* default or named tree among the leaders: one per node reached */
+        if (tree_bcast(inter))
+            return segs * (k - 1);
+        return -1;
+    case CT_REDUCE:
+        /* Rank order: a non-commutative tree reduce builds at its rank 0 and
+         * hands the result to its root, one more message when that is another
+         * node. */
+        if (!inter || !strcmp(inter, "binomial") || !strcmp(inter, "chain"))
+            return segs * (k - 1) + (!commutative && root_node != 0);
+        return -1;
+    case CT_ALLREDUCE:
+        if (inter && !strcmp(inter, "reduce_bcast"))
+            return 2 * segs * (k - 1);
+        return -1;
+    case CT_ALLGATHER:
+        if (inter && !strcmp(inter, "ring"))
+            return (long)k * (k - 1);
+        return -1;
+    case CT_BARRIER:
+        if (!inter || !strcmp(inter, "dissemination"))
+            return (long)k * ceil_log2(k);
+        return -1;
+    default:
+        return -1;
+    }
+}
+
 static void run_case(const ct_algorithm_info *info, int n, int root, size_t count,
                      size_t segcount, int radix, int commutative, int in_place)
 {
@@ -175,7 +241,9 @@ static void run_case(const ct_algorithm_info *info, int n, int root, size_t coun
     for (int r = 0; r < n; r++) {
         ct_params p = {.coll = c, .size = n, .rank = r, .root = root, .count = count,
                        .type_size = sizeof(elem), .segcount = segcount, .radix = radix,
-                       .commutative = commutative};
+                       .commutative = commutative, .node_of = cur_nodes,
+                       .layout_id = cur_nodes ? 1 : 0, .intra = cur_intra,
+                       .inter = cur_inter};
         /* In-place applies at the root only for the rooted collectives. */
         p.in_place = in_place && (!rooted(c) || r == root || c == CT_ALLREDUCE);
         ct_sched_init(&scheds[r]);
@@ -217,9 +285,34 @@ static void run_case(const ct_algorithm_info *info, int n, int root, size_t coun
                               c == CT_ALLREDUCE) && count > 0)) &&
         !res.all_synchronized)
         FAIL("a rank finished before hearing from every other rank");
+    /* Hierarchical algorithms: the messages that cross nodes, from the
+     * generated schedules. */
+    if ((info->flags & CT_ALG_HIERARCHICAL) && (count > 0 || c == CT_BARRIER)) {
+        int nnodes = 0, contiguous = 1;
+        for (int r = 0; r < n; r++) {
+            int v = cur_nodes ? cur_nodes[r] : 0;
+            nnodes = v + 1 > nnodes ? v + 1 : nnodes;
+            if (r && v < (cur_nodes ? cur_nodes[r - 1] : 0))
+                contiguous = 0;
+        }
+        long want = expected_inter(info, nnodes, cur_nodes ? cur_nodes[root] : 0, segcount,
+                                   count, commutative, contiguous);
+        long got = 0;
+        for (int r = 0; r < n; r++)
+            for (int i = 0; i < scheds[r].nops; i++)
+                if (scheds[r].ops[i].kind == CT_OP_SEND &&
+                    (cur_nodes ? cur_nodes[r] != cur_nodes[scheds[r].ops[i].peer] : 0))
+                    got++;
+        if (want >= 0) {
+            inter_checked++;
+            if (got != want)
+                FAIL("%ld messages between nodes, expected %ld for %d nodes", got, want, nnodes);
+        }
+    }
     /* Message counts every tree broadcast must have: one message per
      * segment per non-root rank. */
-    if (c == CT_BCAST && count > 0 && strncmp(info->name, "scatter_", 8) != 0) {
+    if (c == CT_BCAST && count > 0 && strncmp(info->name, "scatter_", 8) != 0 &&
+        tree_bcast(cur_intra) && tree_bcast(cur_inter)) {
         long segs = segcount ? (long)((count + segcount - 1) / segcount) : 1;
         if (res.messages != segs * (n - 1))
             FAIL("%ld messages, expected %ld segments x (N-1) = %ld", res.messages, segs,
@@ -245,6 +338,134 @@ out:
     free(src);
     free(dst);
     free(expect);
+}
+
+/* Synthetic node layouts of n ranks, numbered by first appearance. */
+enum { L_ONE_NODE, L_BLOCK2, L_BLOCK3, L_ROUND2, L_ROUND3, L_UNEVEN, L_SCRAMBLED,
+       L_ONE_PER_NODE, NLAYOUTS };
+static const char *const layout_names[NLAYOUTS] = {
+    "single node", "block 2/node", "block 3/node", "round-robin 2 nodes",
+    "round-robin 3 nodes", "uneven 3+2+2...", "scrambled", "one per node"};
+
+static const int *make_layout(int kind, int n, int *map)
+{
+    int raw[256];
+    for (int r = 0; r < n; r++) {
+        switch (kind) {
+        case L_BLOCK2: raw[r] = r / 2; break;
+        case L_BLOCK3: raw[r] = r / 3; break;
+        case L_ROUND2: raw[r] = r % 2; break;
+        case L_ROUND3: raw[r] = r % 3; break;
+        case L_UNEVEN: { /* nodes of 3, 2, 2, 3, 2, 2, ... ranks */
+            int k = 0, left = r;
+            while (left >= (k % 3 == 0 ? 3 : 2))
+                left -= (k++ % 3 == 0 ? 3 : 2);
+            raw[r] = k;
+            break;
+        }
+        case L_SCRAMBLED: raw[r] = (r * 5 + r / 3) % 4; break;
+        case L_ONE_PER_NODE: raw[r] = r; break;
+        default: return NULL;
+        }
+    }
+    /* Renumber by first appearance. */
+    int seen[256], next = 0;
+    for (int r = 0; r < n; r++)
+        seen[r] = -1;
+    for (int r = 0; r < n; r++) {
+        if (seen[raw[r]] < 0)
+            seen[raw[r]] = next++;
+        map[r] = seen[raw[r]];
+    }
+    return map;
+}
+
+/* Parts to try per hierarchical collective, beside the defaults (NULL). */
+static const char *const hier_parts[][8][2] = {
+    [CT_BCAST] = {{NULL, NULL}, {"chain", "linear"}, {"pipeline", "scatter_allgather"},
+                  {"knomial", "binary"}, {"scatter_bruck", "chain"}},
+    [CT_REDUCE] = {{NULL, NULL}, {"linear", "chain"}, {"chain", "rabenseifner"},
+                   {"binary", "linear"}, {"rabenseifner", "binomial"}},
+    [CT_ALLREDUCE] = {{NULL, NULL}, {"linear", "ring"}, {"chain", "rabenseifner"},
+                      {"binary", "reduce_bcast"}, {"binomial", "allgather_reduce"}},
+    [CT_ALLGATHER] = {{NULL, NULL}, {"linear", "ring"}, {"chain", "recursive_doubling"},
+                      {"binary", "gather_bcast"}},
+    [CT_BARRIER] = {{NULL, NULL}, {"linear", "ring"}, {"chain", "tournament"},
+                    {"binary", "binomial"}},
+};
+
+static int part_needs_commute(const ct_algorithm_info *info, const char *intra,
+                              const char *inter)
+{
+    const char *names[2] = {intra, inter};
+    ct_coll colls[2] = {info->coll == CT_ALLREDUCE ? CT_REDUCE : info->coll, info->coll};
+    for (int i = 0; i < 2; i++) {
+        const ct_algorithm_info *a = names[i] ? ct_algorithm_find(colls[i], names[i]) : NULL;
+        if (a && (a->flags & CT_ALG_NEEDS_COMMUTE))
+            return 1;
+    }
+    return 0;
+}
+
+/* Every hierarchical algorithm on every synthetic layout, with several parts,
+ * roots, counts, segment sizes, operations and in place; data checked by the
+ * simulator, messages between nodes counted from the schedules. */
+static void hier_cases(int max_n)
+{
+    static const size_t counts[] = {0, 1, 7, 33};
+    static const size_t segs[] = {0, 4};
+    int map[256];
+    for (int i = 0; i < ct_algorithm_count(); i++) {
+        const ct_algorithm_info *info = ct_algorithm_get(i);
+        if (!(info->flags & CT_ALG_HIERARCHICAL))
+            continue;
+        int before = failures, ncases = cases;
+        long long checked = inter_checked;
+        for (int pi = 0; pi < 8; pi++) {
+            const char *intra = hier_parts[info->coll][pi][0];
+            const char *inter = hier_parts[info->coll][pi][1];
+            if (pi > 0 && !intra)
+                break;
+            cur_intra = intra;
+            cur_inter = inter;
+            int needs_commute = part_needs_commute(info, intra, inter);
+            for (int lk = 0; lk < NLAYOUTS; lk++) {
+                cur_layout = layout_names[lk];
+                /* The other parts on fewer N: CI time. */
+                for (int n = 1; n <= (pi ? (max_n < 11 ? max_n : 11) : max_n); n++) {
+                    cur_nodes = make_layout(lk, n, map);
+                    int roots[3] = {0, n - 1, n / 2}, nroots = rooted(info->coll) ? 3 : 1;
+                    for (int ri = 0; ri < nroots; ri++) {
+                        if (ri > 0 && (roots[ri] == roots[0] || roots[ri] == roots[ri - 1]))
+                            continue;
+                        for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+                            if (info->coll == CT_BARRIER && ci > 0)
+                                break;
+                            for (size_t si = 0; si < sizeof segs / sizeof *segs; si++) {
+                                if (si > 0 && !(info->flags & CT_ALG_SEGMENTABLE))
+                                    break;
+                                for (int comm = 1; comm >= 0; comm--) {
+                                    int reduces = info->coll == CT_REDUCE ||
+                                                  info->coll == CT_ALLREDUCE;
+                                    if (!comm && (!reduces || needs_commute))
+                                        continue;
+                                    for (int ip = 0; ip <= has_in_place(info->coll); ip++)
+                                        run_case(info, n, roots[ri], counts[ci], segs[si], 4,
+                                                 comm, ip);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        printf("%-10s %-20s %6d cases %s (synthetic node layouts; %lld inter-node counts "
+               "checked)\n", ct_coll_name(info->coll), info->name, cases - ncases,
+               failures == before ? "ok" : "FAILED", inter_checked - checked);
+    }
+    cur_nodes = NULL;
+    cur_intra = cur_inter = NULL;
+    cur_layout = "-";
 }
 
 int main(void)
@@ -295,6 +516,8 @@ int main(void)
         printf("%-10s %-20s %6d cases %s\n", ct_coll_name(info->coll), info->name,
                cases - ncases, failures == before ? "ok" : "FAILED");
     }
+
+    hier_cases(max_n < 16 ? max_n : 16);
 
     /* The exact counts the foundation issue names. */
     const ct_algorithm_info *binomial = ct_algorithm_find(CT_BCAST, "binomial");

@@ -109,3 +109,79 @@ def test_validate_model_end_to_end(env, tmp_path):
     html = (tmp_path / "r.html").read_text()
     assert "Model: measured vs predicted" in html and html.count("<figure") == 2
     assert "bcast, 4 KiB, 3 ranks" in html
+
+
+# Two layers (tests/python/fixtures/p2p_two_layers.json): the synthetic costs inside a host
+# (T = 10 us) and T = 100 us on layer 1, marked between_hosts; os, or, g as above.
+TWO = Path(__file__).parent / "fixtures" / "p2p_two_layers.json"
+T_INTER = 100.0
+
+
+def predict_two(env, *args):
+    p = colltune("predict", "--p2p", str(TWO), "--json", *args, env=env)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("hosts,ppn", [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)])
+def test_predict_two_layers_closed_forms(env, hosts, ppn):
+    """Hierarchical bcast, binomial at both levels, K = 2^a hosts of 2^b ranks: a T_inter +
+    b T_intra; the flat chain crosses hosts K-1 times: (K-1) T_inter + (N-K) T_intra."""
+    n = hosts * ppn
+    a, b = hosts.bit_length() - 1, ppn.bit_length() - 1
+    for placement in (["--hosts", str(hosts)], ["--ppn", str(ppn)]):
+        r = predict_two(env, "--op", "bcast", "--alg", "hier", "--size", "4K", "--segsize", "0",
+                        "--ranks", str(n), *placement)
+        assert r["predicted_us"] == pytest.approx(a * T_INTER + b * T)
+        assert r["hosts"] == hosts and r["inter_layer"] == 1 and r["layer"] == 0
+        r = predict_two(env, "--op", "bcast", "--alg", "chain", "--size", "4K", "--segsize", "0",
+                        "--ranks", str(n), *placement)
+        assert r["predicted_us"] == pytest.approx((hosts - 1) * T_INTER + (n - hosts) * T)
+    # On one host (no --hosts) the inter-host layer is never used.
+    r = predict_two(env, "--op", "bcast", "--alg", "hier", "--size", "4K", "--segsize", "0",
+                    "--ranks", str(n))
+    assert r["predicted_us"] == pytest.approx((a + b) * T)
+
+
+def test_predict_all_algorithms_and_parts(env):
+    rows = predict_two(env, "--op", "allreduce", "--alg", "all", "--size", "64K",
+                       "--ranks", "8", "--hosts", "2")
+    names = [r["algorithm"] for r in rows]
+    assert "hier" in names and "ring" in names and "native" not in names
+    # The inter part named: a chain among 4 leaders, (K-1) T_inter, then each pair T_intra.
+    r = predict_two(env, "--op", "bcast", "--alg", "hier", "--size", "4K", "--segsize", "0",
+                    "--ranks", "8", "--hosts", "4", "--inter", "chain")
+    assert r["predicted_us"] == pytest.approx(3 * T_INTER + T)
+    assert r["parts"] == {"intra": None, "inter": "chain"}
+    p = colltune("predict", "--p2p", str(TWO), "--op", "bcast", "--alg", "hier", "--size", "8",
+                 "--ranks", "8", "--hosts", "2", "--intra", "nope", env=env)
+    assert p.returncode == 2 and "intra part 'nope'" in p.stderr
+
+
+def test_predict_hosts_errors(env):
+    p = colltune("predict", "--p2p", str(SYNTHETIC), "--op", "bcast", "--alg", "hier",
+                 "--size", "8", "--ranks", "8", "--hosts", "2", env=env)
+    assert p.returncode == 2 and "no inter-host layer" in p.stderr
+    p = colltune("predict", "--p2p", str(TWO), "--op", "bcast", "--alg", "hier", "--size", "8",
+                 "--ranks", "4", "--hosts", "5", env=env)
+    assert p.returncode == 2 and "--hosts" in p.stderr
+
+
+def test_node_layout_block_placement():
+    from colltune.model import ModelError, node_layout
+
+    assert node_layout(7, hosts=3) == [0, 0, 1, 1, 2, 2, 2]
+    assert node_layout(7, ppn=3) == [0, 0, 0, 1, 1, 1, 2]
+    assert node_layout(4, hosts=4) == [0, 1, 2, 3]
+    with pytest.raises(ModelError):
+        node_layout(3, ppn=0)
+
+
+def test_between_hosts_flag_is_validated(tmp_path):
+    from colltune.p2p_schema import validate
+
+    doc = json.loads(TWO.read_text())
+    assert validate(doc) == []
+    doc["layers"][1]["between_hosts"] = "yes"
+    errors = validate(doc)
+    assert any("layers[1].between_hosts" in str(e) for e in errors)
