@@ -322,10 +322,27 @@ static int run(const cfg *c, int workers, int check, run_out *out)
     return rc;
 }
 
+/* The first line of MPI_Get_library_version, safe inside a JSON string. */
+static const char *library(void)
+{
+    static char lib[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+    int len;
+    MPI_Get_library_version(lib, &len);
+    for (int i = 0; lib[i]; i++)
+        if (lib[i] == '\n' || lib[i] == '\r') {
+            lib[i] = 0;
+            break;
+        } else if (lib[i] == '"' || lib[i] == '\\' || (unsigned char)lib[i] < 32) {
+            lib[i] = ' ';
+        }
+    return lib;
+}
+
 static void print_json(const cfg *c, int workers, int ranks, int iter, const run_out *o)
 {
     double flops = (double)c->n * c->n * c->n / 3.0;
-    printf("{\"n\": %d, \"nb\": %d, \"grid\": \"%dx%d\", \"P\": %d, \"Q\": %d, \"ranks\": %d, "
+    printf("{\"library\": \"%s\", ", library());
+    printf("\"n\": %d, \"nb\": %d, \"grid\": \"%dx%d\", \"P\": %d, \"Q\": %d, \"ranks\": %d, "
            "\"precision\": \"%c\", \"comm\": \"%s\", \"dynbcast\": \"%s\", \"workers\": %d, "
            "\"iter\": %d, \"seconds\": %.9g, \"gflops\": %.6g, ",
            c->n, c->nb, c->p, c->q, c->p, c->q, ranks, c->prec, comm_name(c->how),
