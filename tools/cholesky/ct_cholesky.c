@@ -6,6 +6,7 @@
  *   ct_cholesky --n N --nb NB [--grid PxQ] [--comm mpi|dyn|dyn-plain] [--precision d|s]
  *               [--workers W] [--iters I] [--no-check]
  *   ct_cholesky --cases N:NB:PxQ:PREC:COMM[,...] [--workers W]    (tests: many cases, one job)
+ *   --assert: exit 1 when a residual is not below 1e-12 (double) or 1e-4 (single)
  *
  * The matrix is generated per element from its global indices (symmetric, diagonally
  * dominant, hence positive definite), so every distribution factorises the same matrix. The
@@ -362,6 +363,18 @@ static void print_json(const cfg *c, int workers, int ranks, int iter, const run
     fflush(stdout);
 }
 
+/* The residual of a checked run is below the precision's threshold (NaN is not). */
+static int residual_ok(const cfg *c, const run_out *o, int checked, int rank)
+{
+    double tol = c->prec == 'd' ? 1e-12 : 1e-4;
+    if (!checked || o->residual < tol)
+        return 1;
+    if (rank == 0)
+        fprintf(stderr, "ct_cholesky: n=%d nb=%d grid %dx%d %c %s: residual %.3e >= %g\n", c->n,
+                c->nb, c->p, c->q, c->prec, comm_name(c->how), o->residual, tol);
+    return 0;
+}
+
 static int parse_grid(const char *s, int *p, int *q)
 {
     char x;
@@ -414,12 +427,16 @@ int main(int argc, char **argv)
         openblas_set_num_threads(1);
     cfg c = {.n = 0, .nb = 0, .prec = 'd', .how = CT_STF_COMM_MPI};
     default_grid(size, &c.p, &c.q);
-    int workers = 1, iters = 1, check = 1;
+    int workers = 1, iters = 1, check = 1, assert_res = 0;
     const char *cases = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--no-check")) {
             check = 0;
+            continue;
+        }
+        if (!strcmp(a, "--assert")) {
+            assert_res = 1;
             continue;
         }
         if (!v)
@@ -469,6 +486,8 @@ int main(int argc, char **argv)
             }
             if (rank == 0)
                 print_json(&c, workers, size, it, &o);
+            if (assert_res && !residual_ok(&c, &o, check && it == iters - 1, rank))
+                status = 1;
         }
         MPI_Finalize();
         return status;
@@ -494,6 +513,8 @@ int main(int argc, char **argv)
         }
         if (rank == 0)
             print_json(&k, workers, size, 0, &o);
+        if (assert_res && !residual_ok(&k, &o, check, rank))
+            status = 1;
     }
     free(list);
     MPI_Finalize();
