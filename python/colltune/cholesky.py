@@ -298,3 +298,72 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--no-record", action="store_true", help="do not record in the store")
     p.set_defaults(func=cmd_cholesky)
+
+
+# -- the report's section ----------------------------------------------------------------------
+
+
+def cholesky_section(data):
+    """`colltune cholesky` runs: GFlop/s with dynamic broadcasts on and off, StarPU-MPI's
+    example beside them when it ran; a figure of GFlop/s by N when several sizes were run."""
+    from .report import Section, table
+
+    rows, series = [], {}
+    for run in data.runs:
+        for bench in run.get("benches", []):
+            doc = bench.get("cholesky") if bench.get("op") == "cholesky" else None
+            if not isinstance(doc, dict):
+                continue
+            by_mode = {r.get("dynbcast"): r for r in doc.get("results", [])
+                       if r.get("runtime") == "colltune"}
+            gain = None
+            if "on" in by_mode and "off" in by_mode and by_mode["on"]["seconds"] > 0:
+                gain = by_mode["off"]["seconds"] / by_mode["on"]["seconds"] - 1
+            for r in doc.get("results", []):
+                res = r.get("residual")
+                rows.append([run["id"], doc["n"], doc["nb"], doc["grid"], doc["precision"],
+                             doc.get("workers"), r["variant"],
+                             f"{r['seconds']:.4f} ({r['seconds_min']:.4f}–"
+                             f"{r['seconds_max']:.4f})", f"{r['gflops']:.2f}",
+                             "-" if res is None else f"{res:.1e}",
+                             f"{gain:+.1%}" if gain is not None and r.get("dynbcast") == "on"
+                             else ""])
+                key = (doc["ranks"], doc["nb"], doc["precision"], r["variant"])
+                series.setdefault(key, []).append((doc["n"], r["gflops"]))
+    if not rows:
+        return None
+    body = ["<p>Tiled Cholesky over colltune's task runtime (docs/CHOLESKY.md): seconds are "
+            "the median (min–max) over the measured factorisations; GFlop/s = N³/3 over the "
+            "median. <em>on/off gain</em>: time with dynamic broadcasts off over time with "
+            "them on, minus one. StarPU rows: Debian's starpu-examples mpi_cholesky (single "
+            "precision, Debian's Open MPI).</p>",
+            table(["run", "N", "NB", "grid", "prec.", "workers", "variant",
+                   "seconds median (min–max)", "GFlop/s", "residual", "on/off gain"], rows)]
+    if any(len({n for n, _ in pts}) > 1 for pts in series.values()):
+        from .probe_report import _figure
+
+        body.append(_figure(data, _gflops_svg(series), "Cholesky GFlop/s by matrix order, "
+                            "one line per variant (ranks, NB, precision)."))
+    return Section("cholesky", "Tiled Cholesky: dynamic broadcasts on and off", "\n".join(body))
+
+
+def _gflops_svg(series: dict) -> str:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from .report import _PLOT_LOCK, _RC, _svg
+
+    with _PLOT_LOCK, matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(7.5, 4))
+        ax = fig.add_subplot()
+        for i, ((ranks, nb, prec, variant), pts) in enumerate(sorted(series.items())):
+            best: dict[int, float] = {}
+            for n, g in pts:
+                best[n] = max(g, best.get(n, 0.0))
+            ns = sorted(best)
+            ax.plot(ns, [best[n] for n in ns], "o-", color=f"C{i % 10}",
+                    label=f"{variant} ({ranks} ranks, NB {nb}, {prec})")
+        ax.set_xlabel("N (matrix order)")
+        ax.set_ylabel("GFlop/s")
+        ax.legend(fontsize=7)
+        return _svg(fig, "cholesky")

@@ -158,3 +158,35 @@ def test_cli_json_records_and_refuses(tmp_path, child_env):
     p = _colltune("cholesky", "--n", "16", "--nb", "32", "--ranks", "2", "--no-record",
                   env=env, cwd=tmp_path)
     assert p.returncode == 2 and "--nb 32 is larger than --n 16" in p.stderr
+
+
+def _doc(n: int, on: float, off: float) -> dict:
+    res = {"residual": 1e-16, "iterations": 3, "samples_s": []}
+    results = [{"variant": f"colltune dynbcast={m}", "runtime": "colltune", "dynbcast": m,
+                "seconds": t, "seconds_min": t * 0.9, "seconds_max": t * 1.1,
+                "gflops": n ** 3 / 3 / t * 1e-9, **res} for m, t in (("on", on), ("off", off))]
+    results.append({"variant": "starpu coop_sends=1 <b>", "runtime": "starpu", "seconds": 2 * off,
+                    "seconds_min": off, "seconds_max": 3 * off, "gflops": 1.0,
+                    **res, "residual": None})
+    return {"n": n, "nb": 64, "ranks": 4, "grid": "2x2", "precision": "s", "workers": 1,
+            "binding": "core", "library": {"implementation": "MPICH", "version": "5"},
+            "results": results}
+
+
+def test_report_section(tmp_path):
+    from colltune.cholesky import bench_document
+    from colltune.report import render_report
+    from colltune.store import Store
+
+    with Store.open(tmp_path / "ct.db") as store:
+        ids = []
+        for n, on, off in ((512, 0.5, 0.6), (1024, 2.0, 2.0)):
+            run = store.begin_run("cholesky", ["cholesky"])
+            run.add_bench(bench_document(_doc(n, on, off), ["cholesky"]))
+            run.finish()
+            ids.append(run.id)
+        html = render_report(store, ids)
+    assert "Tiled Cholesky: dynamic broadcasts on and off" in html
+    assert "+20.0%" in html and "+0.0%" in html  # off/on - 1 per size
+    assert "starpu coop_sends=1 &lt;b&gt;" in html and "coop_sends=1 <b>" not in html
+    assert html.count("<figure") >= 1  # GFlop/s by N: two sizes
