@@ -25,9 +25,10 @@
  * At the end, every rank received exactly as many messages as the cases sent it
  * (nothing twice) and ct_dyn_finalize finds nothing left over.
  *
- * Usage: test_dyn_mpi [--no-thread]  (--no-thread: COLLTUNE_PROGRESS=off
- * semantics are the caller's; the test then progresses through its calls and
- * skips the cases that need a background engine (6, 7)).
+ * Usage: test_dyn_mpi [--no-thread]  (--no-thread: no progress thread,
+ * COLLTUNE_PROGRESS=off; the engine moves inside the test's calls and the
+ * cases that need a background engine (6, 7) are skipped).
+ *        test_dyn_mpi --bench BYTES REPS [BYTES REPS ...]  (timings, no checks)
  * Under ThreadSanitizer the test leaves with _exit after the verdict (see
  * tests/c/test_nbc_mpi.c: the uninstrumented MPI dies in MPI_Finalize).
  */
@@ -418,6 +419,11 @@ static void noncontiguous(void)
 /* Four threads per rank: thread t owns one data object sent to every other
  * rank and receives thread t's data from every other rank. */
 enum { NT = 4, TCNT = 777 };
+#ifdef UNDER_TSAN
+static pthread_mutex_t park_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t park_cond = PTHREAD_COND_INITIALIZER;
+static int threads_done, thread_bad;
+#endif
 static void *thread_main(void *arg)
 {
     int t = (int)(long)arg, tag = 80000 + t, ns = 0, nr = 0;
@@ -441,6 +447,16 @@ static void *thread_main(void *arg)
         for (int i = 0; o != rank && i < TCNT && !bad; i++)
             bad = rb[(size_t)o * TCNT + i] != value(o, tag, i);
     free(sb), free(rb), free(rq);
+#ifdef UNDER_TSAN
+    /* A thread that called MPI must not exit under TSan (MPICH's thread-local
+     * destructors crash there): report and park until the process _exits. */
+    pthread_mutex_lock(&park_lock);
+    thread_bad += bad;
+    threads_done++;
+    pthread_cond_broadcast(&park_cond);
+    for (;;)
+        pthread_cond_wait(&park_cond, &park_lock);
+#endif
     return (void *)(long)bad;
 }
 
@@ -451,12 +467,21 @@ static void threads(void)
     MPI_Barrier(MPI_COMM_WORLD);
     for (long t = 0; t < NT; t++)
         pthread_create(&th[t], NULL, thread_main, (void *)t);
+#ifdef UNDER_TSAN
+    pthread_mutex_lock(&park_lock);
+    while (threads_done < NT)
+        pthread_cond_wait(&park_cond, &park_lock);
+    if (thread_bad)
+        fail("threads: %d threads received wrong data%.0d%.0d", thread_bad, 0, 0);
+    pthread_mutex_unlock(&park_lock);
+#else
     for (int t = 0; t < NT; t++) {
         void *bad;
         pthread_join(th[t], &bad);
         if (bad)
             fail("threads: thread %d received wrong data%.0d%.0d", t, 0, 0);
     }
+#endif
     expect_received += (long)NT * (nprocs - 1);
     MPI_Barrier(MPI_COMM_WORLD);
 }
@@ -548,6 +573,51 @@ static void background(void)
     free(b);
 }
 
+/* --bench BYTES REPS: rank 0 sends BYTES to every other rank, REPS times, with
+ * dynamic broadcasts (grouping on), plain dyn sends (grouping off) and
+ * MPI_Bcast; prints the mean time from the first send to the last receipt
+ * (the slowest rank, barrier-delimited). Figures, not a test. */
+static void bench(long bytes, int reps)
+{
+    char *b = malloc((size_t)bytes + 1);
+    MPI_Request *q = malloc(sizeof *q * (size_t)nprocs);
+    memset(b, 1, (size_t)bytes + 1);
+    for (int mode = 0; mode < 3; mode++) {
+        double total = 0;
+        ct_dyn_set_grouping(mode == 0);
+        for (int r = -2; r < reps; r++) { /* two warm-up rounds */
+            MPI_Request rr = MPI_REQUEST_NULL;
+            if (mode < 2 && rank != 0)
+                ct_dyn_irecv(b, (int)bytes, MPI_BYTE, 0, r + 2, &rr);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            if (mode == 2) {
+                MPI_Bcast(b, (int)bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+            } else if (rank == 0) {
+                ct_dyn_data *d;
+                ct_dyn_data_create(b, (int)bytes, MPI_BYTE, &d);
+                for (int p = 1; p < nprocs; p++)
+                    ct_dyn_isend(d, p, r + 2, &q[p - 1]);
+                ct_dyn_ready(d);
+                ct_waitall(nprocs - 1, q, MPI_STATUSES_IGNORE);
+                ct_dyn_data_free(d);
+            } else {
+                ct_wait(&rr, MPI_STATUS_IGNORE);
+            }
+            double dt = MPI_Wtime() - t0, mx;
+            MPI_Reduce(&dt, &mx, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (r >= 0)
+                total += mx;
+        }
+        if (rank == 0)
+            printf("bench %d ranks %ld bytes %-22s %9.1f us\n", nprocs, bytes,
+                   mode == 0 ? "dyn broadcast" : mode == 1 ? "dyn plain (grouping off)"
+                                                           : "MPI_Bcast", 1e6 * total / reps);
+    }
+    free(b);
+    free(q);
+}
+
 int main(int argc, char **argv)
 {
     int provided, no_thread = argc > 1 && !strcmp(argv[1], "--no-thread");
@@ -563,6 +633,13 @@ int main(int argc, char **argv)
     threaded = info.running;
     if (threaded == no_thread)
         fail("progress thread running=%d with --no-thread=%d%.0d", threaded, no_thread, 0);
+    if (argc > 3 && !strcmp(argv[1], "--bench")) {
+        for (int i = 2; i + 1 < argc; i += 2)
+            bench(atol(argv[i]), atoi(argv[i + 1]));
+        ct_dyn_finalize();
+        MPI_Finalize();
+        return 0;
+    }
     shapes();
     grouping_off_and_late();
     in_flight();
