@@ -4,7 +4,8 @@
 #   build/tsan-<mpi>   ThreadSanitizer
 # ASan/UBSan runs the schedule checks, the error tests, the small-message correctness tests
 # and the non-blocking tests under MPI. TSan runs the schedule checks and the non-blocking
-# tests (the progress thread, the split tree, the wait family) under MPICH: with the
+# tests (the progress thread, the split tree, the wait family) under MPICH; both also run
+# the dynamic-broadcast tests (test_dyn_mpi: forwarding, application threads). With the
 # MPICH 5.0.2 wheel an MPI program built with -fsanitize=thread runs but dies in
 # MPI_Finalize (SIGSEGV, also in a two-line program), so test_nbc_mpi leaves with _exit
 # under TSan once every rank has its verdict (Open MPI 5.0.11 dies in MPI_Init).
@@ -26,7 +27,8 @@ for kind in asan tsan; do
     if [ ! -f "$dir/CMakeCache.txt" ]; then
         quiet cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug -DCOLLTUNE_SANITIZE=$san \
             -DMPI_C_COMPILER="$mpicc" -DMPIEXEC_EXECUTABLE="$(dirname "$mpicc")/mpiexec" \
-            -DCOLLTUNE_TEST_NPROCS="1;3;4;7" -DCOLLTUNE_NBC_NPROCS="2;5;8"
+            -DCOLLTUNE_TEST_NPROCS="1;3;4;7" -DCOLLTUNE_NBC_NPROCS="2;5;8" \
+            -DCOLLTUNE_DYN_NPROCS="2;5;8"
     fi
     say "building $dir ($san)"
     quiet cmake --build "$dir" -j "$(nproc)"
@@ -38,7 +40,7 @@ for kind in asan tsan; do
     export CT_TEST_SCHED_MAX_N=24
     say "running $dir"
     case $kind in
-        asan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|errors|small|nbc' ;;
-        tsan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|nbc' ;;
+        asan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|errors|small|nbc|dyn|cholesky' ;;
+        tsan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|nbc|dyn' ;;
     esac
 done

@@ -68,6 +68,7 @@ build() { # name mpicc
 
 python_env
 scripts/ensure-hwloc.sh
+scripts/ensure-blas.sh
 if [ -n "${MPICC:-}" ]; then
     build system "$MPICC"
     exit 0

@@ -12,6 +12,7 @@ import sys
 
 from . import (
     __version__,
+    cholesky,
     commands,
     export,
     model,
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.register(sub)
     monitor.register(sub)
     store_cli.register(sub)
+    cholesky.register(sub)
     return parser
 
 

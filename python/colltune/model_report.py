@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # Benches that are not an operation's latencies: the report shows them in these sections.
-SPECIAL_BENCHES = ("probe", "p2p", "validate-model", "overlap", "tune", "monitor")
+SPECIAL_BENCHES = ("probe", "p2p", "validate-model", "overlap", "tune", "monitor", "cholesky")
 
 
 def p2p_section(data):

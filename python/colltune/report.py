@@ -297,6 +297,7 @@ def _mpi_html(run: dict) -> str:
     return text
 
 
+from .cholesky import cholesky_section  # noqa: E402
 from .model_report import (  # noqa: E402  (they import report lazily)
     SPECIAL_BENCHES,
     monitor_section,
@@ -316,6 +317,7 @@ REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     overlap_section,
     tune_section,
     monitor_section,
+    cholesky_section,
 ]
 
 

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../api/job.h"
@@ -252,15 +253,84 @@ static void bind_thread(int core)
         eng.core = -1;
 }
 
+/* ---- The poll hook (nbc.h) ---------------------------------------------- */
+
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+static int (*hook_fn)(void);
+static atomic_int hook_on;
+
+void ct_progress_set_hook(int (*poll)(void))
+{
+    pthread_mutex_lock(&hook_lock); /* waits for a call of the old hook to end */
+    hook_fn = poll;
+    atomic_store(&hook_on, poll != NULL);
+    pthread_mutex_unlock(&hook_lock);
+    ct_progress_kick();
+}
+
+void ct_progress_kick(void)
+{
+    pthread_mutex_lock(&eng.lock);
+    pthread_cond_signal(&eng.wake);
+    pthread_mutex_unlock(&eng.lock);
+}
+
+static int run_hook(void)
+{
+    if (!atomic_load(&hook_on))
+        return 0;
+    pthread_mutex_lock(&hook_lock);
+    int r = hook_fn ? hook_fn() : 0;
+    pthread_mutex_unlock(&hook_lock);
+    return r;
+}
+
+/* Without the thread the waits run the hook (see nbc.h). */
+static int hook_in_waits(void)
+{
+    if (!atomic_load(&hook_on))
+        return 0;
+    pthread_mutex_lock(&eng.lock);
+    int running = eng.running;
+    pthread_mutex_unlock(&eng.lock);
+    return !running;
+}
+
+/* The hook's nap while it is idle: short at first, as a broadcast often comes
+ * in bursts, then up to COLLTUNE_HOOK_IDLE_US. */
+static void hook_nap(long *nap_us)
+{
+    static long max_us = -1;
+    if (max_us < 0) {
+        const char *e = getenv("COLLTUNE_HOOK_IDLE_US");
+        max_us = e && *e ? atol(e) : 200;
+        if (max_us < 1)
+            max_us = 1;
+    }
+    *nap_us = *nap_us ? (*nap_us * 2 > max_us ? max_us : *nap_us * 2) : 1;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_nsec += *nap_us * 1000;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&eng.lock);
+    if (!eng.incoming && !eng.stop)
+        pthread_cond_timedwait(&eng.wake, &eng.lock, &t);
+    pthread_mutex_unlock(&eng.lock);
+}
+
 static void *progress_main(void *arg)
 {
     (void)arg;
     bind_thread(eng.core);
     ct_monitor_in_collective = 1; /* everything this thread sends is a collective's */
     ct_nbc_req *mine = NULL;
+    long nap_us = 0;
     for (;;) {
         pthread_mutex_lock(&eng.lock);
-        while (!mine && !eng.incoming && !eng.stop)
+        while (!mine && !eng.incoming && !eng.stop && !atomic_load(&hook_on))
             pthread_cond_wait(&eng.wake, &eng.lock); /* idle: sleep, not spin */
         while (eng.incoming) { /* keep arrival order: MPI matches in posting order */
             ct_nbc_req *r = eng.incoming, **tail = &mine;
@@ -292,7 +362,12 @@ static void *progress_main(void *arg)
             else
                 complete(r, 1);
         }
-        if (!moved)
+        int hooked = run_hook();
+        if (hooked & CT_PROGRESS_MOVED)
+            moved = 1, nap_us = 0;
+        if (!moved && !mine && !(hooked & CT_PROGRESS_BUSY) && atomic_load(&hook_on))
+            hook_nap(&nap_us);
+        else if (!moved)
             sched_yield(); /* in flight but nothing arrived: let the core breathe */
     }
     return NULL;
@@ -821,23 +896,41 @@ int ct_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 int ct_wait(MPI_Request *request, MPI_Status *status)
 {
     ct_nbc_drive(1, request, 1);
-    return PMPI_Wait(request, status);
+    if (!hook_in_waits())
+        return PMPI_Wait(request, status);
+    int flag = 0, rc = MPI_SUCCESS;
+    while (rc == MPI_SUCCESS && !flag) {
+        run_hook();
+        rc = PMPI_Test(request, &flag, status);
+    }
+    return rc;
 }
 
 int ct_test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     ct_nbc_drive(1, request, 0);
+    if (hook_in_waits())
+        run_hook();
     return PMPI_Test(request, flag, status);
 }
 
 int ct_waitall(int count, MPI_Request requests[], MPI_Status *statuses)
 {
     ct_nbc_drive(count, requests, 1);
-    return PMPI_Waitall(count, requests, statuses);
+    if (!hook_in_waits())
+        return PMPI_Waitall(count, requests, statuses);
+    int flag = 0, rc = MPI_SUCCESS;
+    while (rc == MPI_SUCCESS && !flag) {
+        run_hook();
+        rc = PMPI_Testall(count, requests, &flag, statuses);
+    }
+    return rc;
 }
 
 int ct_testall(int count, MPI_Request requests[], int *flag, MPI_Status *statuses)
 {
     ct_nbc_drive(count, requests, 0);
+    if (hook_in_waits())
+        run_hook();
     return PMPI_Testall(count, requests, flag, statuses);
 }

@@ -1,0 +1,769 @@
+/*
+ * Dynamic broadcasts over MPI point-to-point (docs/DYNBCAST.md).
+ *
+ * Every dyn message is one MPI message on the private communicator's single
+ * tag DYN_TAG: a header (origin, the (rank, tag) list of the subtree whose root
+ * receives it, the payload size) followed by the payload. The receiver does not
+ * know it is part of a broadcast, so the engine takes whatever arrives on
+ * DYN_TAG with MPI_Improbe/MPI_Imrecv (sizes vary), forwards to the children
+ * that the list gives, then hands the payload to the matching ct_dyn_irecv or
+ * keeps it as unexpected. Sends are zero-copy: an MPI struct type over the
+ * header and the user's buffer (origin) or the received payload (forwarder).
+ *
+ * One lock (dyn.lock) guards the whole engine: the posted receives, the
+ * unexpected list, the requests in flight, the data objects' queues. MPI calls
+ * made under it never block (Isend, Improbe, Imrecv, Testsome), so holding it
+ * across them costs nothing but serialises the engine, which is one rank's
+ * progress anyway.
+ */
+#include "dyn.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../nbc/nbc.h"
+#include "colltune.h"
+
+enum { DYN_TAG = 1, DYN_MAGIC = 0x44594e31 /* "DYN1" */ };
+
+/* The header, in host byte order (a homogeneous MPI job); n (rank, tag) pairs
+ * follow, the first being the receiver itself, then the payload at hdr_bytes(n). */
+typedef struct dyn_hdr {
+    int32_t magic, origin, n, reserved;
+    int64_t data_bytes;
+} dyn_hdr;
+
+static size_t hdr_bytes(int n)
+{
+    return (sizeof(dyn_hdr) + 2 * sizeof(int32_t) * (size_t)n + 15) & ~(size_t)15;
+}
+
+/* A generalized request's state, owned by MPI once started: freed by greq_free. */
+typedef struct dyn_greq {
+    MPI_Request req;
+    int source, tag;
+    MPI_Count bytes;
+    /* Released by the completing thread, acquired by the callbacks that run in
+     * the waiting one: MPI's own ordering is invisible to ThreadSanitizer. */
+    atomic_int rc;
+} dyn_greq;
+
+/* A received message: staging bytes shared by the forwards and the delivery. */
+typedef struct dyn_msg {
+    char *bytes;
+    size_t len;
+    int refs; /* forwards in flight + 1 while undelivered */
+    int origin, tag;
+    struct dyn_msg *next; /* unexpected list */
+} dyn_msg;
+
+typedef struct dyn_recv {
+    dyn_greq *g;
+    void *buf;
+    int count;
+    MPI_Datatype type;
+    int origin, tag;
+    struct dyn_recv *next;
+} dyn_recv;
+
+/* One send in flight: what to release and whom to complete when it is done. */
+typedef struct dyn_send {
+    dyn_msg *msg;  /* forwarded message: a reference (NULL at the origin) */
+    void *hdr;     /* the header this send carries */
+    int ng;
+    dyn_greq **gs; /* the origin's per-destination requests it carries */
+    struct ct_dyn_data *data;
+} dyn_send;
+
+typedef struct dyn_pend {
+    int dest, tag;
+    dyn_greq *g;
+} dyn_pend;
+
+struct ct_dyn_data {
+    void *buf;
+    int count;
+    MPI_Datatype type;
+    MPI_Count bytes;
+    int ready;
+    int npend, cap;
+    dyn_pend *pend;
+    long inflight; /* sends not yet complete that read buf */
+};
+
+/* A growable array of MPI requests with a pointer beside each (Testsome). */
+typedef struct reqvec {
+    MPI_Request *req;
+    void **what;
+    int n, cap;
+    int *idx;
+} reqvec;
+
+static struct {
+    pthread_mutex_t lock;
+    int on, rank, size, grouping, threaded;
+    MPI_Comm comm;
+    dyn_recv *posted, **posted_tail;
+    dyn_msg *unexpected, **unexpected_tail;
+    reqvec recvs, sends;
+    ct_dyn_stats st;
+} dyn = {.lock = PTHREAD_MUTEX_INITIALIZER, .grouping = 1};
+
+/* ---- Small helpers ------------------------------------------------------- */
+
+static int reqvec_push(reqvec *v, MPI_Request r, void *what)
+{
+    if (v->n == v->cap) {
+        int nc = v->cap ? 2 * v->cap : 32;
+        MPI_Request *nr = realloc(v->req, sizeof *nr * (size_t)nc);
+        if (!nr)
+            return MPI_ERR_NO_MEM;
+        v->req = nr;
+        void **nw = realloc(v->what, sizeof *nw * (size_t)nc);
+        if (!nw)
+            return MPI_ERR_NO_MEM;
+        v->what = nw;
+        int *ni = realloc(v->idx, sizeof *ni * (size_t)nc);
+        if (!ni)
+            return MPI_ERR_NO_MEM;
+        v->idx = ni;
+        v->cap = nc;
+    }
+    v->req[v->n] = r;
+    v->what[v->n] = what;
+    v->n++;
+    return MPI_SUCCESS;
+}
+
+/* Drops the entries whose request MPI set to MPI_REQUEST_NULL. */
+static void reqvec_compact(reqvec *v)
+{
+    int k = 0;
+    for (int i = 0; i < v->n; i++)
+        if (v->req[i] != MPI_REQUEST_NULL) {
+            v->req[k] = v->req[i];
+            v->what[k] = v->what[i];
+            k++;
+        }
+    v->n = k;
+}
+
+static void reqvec_free(reqvec *v)
+{
+    free(v->req);
+    free(v->what);
+    free(v->idx);
+    memset(v, 0, sizeof *v);
+}
+
+static int dense(MPI_Datatype t, int *out)
+{
+    MPI_Aint lb, extent, tlb, textent;
+    int size, rc;
+    if ((rc = PMPI_Type_get_extent(t, &lb, &extent)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_get_true_extent(t, &tlb, &textent)) != MPI_SUCCESS ||
+        (rc = PMPI_Type_size(t, &size)) != MPI_SUCCESS)
+        return rc;
+    *out = tlb == 0 && lb == 0 && textent == extent && extent == (MPI_Aint)size;
+    return MPI_SUCCESS;
+}
+
+/* ---- Generalized requests ----------------------------------------------- */
+
+static int greq_query(void *extra, MPI_Status *status)
+{
+    dyn_greq *g = extra;
+    int rc = atomic_load_explicit(&g->rc, memory_order_acquire);
+    MPI_Status_set_elements_x(status, MPI_BYTE, g->bytes);
+    MPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = g->source;
+    status->MPI_TAG = g->tag;
+    status->MPI_ERROR = rc;
+    return rc;
+}
+
+static int greq_free(void *extra)
+{
+    dyn_greq *g = extra;
+    (void)atomic_load_explicit(&g->rc, memory_order_acquire); /* see dyn_greq.rc */
+    free(g);
+    return MPI_SUCCESS;
+}
+
+static int greq_cancel(void *extra, int complete)
+{
+    (void)extra, (void)complete;
+    return MPI_SUCCESS; /* not cancellable: MPI_Test_cancelled says no */
+}
+
+static int greq_new(int source, int tag, dyn_greq **out, MPI_Request *req)
+{
+    dyn_greq *g = calloc(1, sizeof *g);
+    if (!g)
+        return MPI_ERR_NO_MEM;
+    g->source = source;
+    g->tag = tag;
+    atomic_init(&g->rc, MPI_SUCCESS);
+    int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, g, &g->req);
+    if (rc != MPI_SUCCESS) {
+        free(g);
+        return rc;
+    }
+    *out = g;
+    *req = g->req;
+    return MPI_SUCCESS;
+}
+
+/* The last touch of g: MPI frees it once the application's wait returns. */
+static void greq_done(dyn_greq *g, int rc)
+{
+    MPI_Request r = g->req;
+    atomic_store_explicit(&g->rc, rc, memory_order_release);
+    PMPI_Grequest_complete(r);
+}
+
+/* ---- Sending ------------------------------------------------------------ */
+
+/* Posts one message to list[0].rank: header for the n entries of list, then
+ * count elements of type at buf. Under dyn.lock. */
+static int post_message(int origin, const int32_t *list, int n, const void *buf, int count,
+                        MPI_Datatype type, MPI_Count bytes, dyn_send *s)
+{
+    size_t hb = hdr_bytes(n);
+    char *h = calloc(1, hb);
+    if (!h)
+        return MPI_ERR_NO_MEM;
+    dyn_hdr hd = {DYN_MAGIC, origin, n, 0, (int64_t)bytes};
+    memcpy(h, &hd, sizeof hd);
+    memcpy(h + sizeof hd, list, 2 * sizeof(int32_t) * (size_t)n);
+    s->hdr = h;
+    int bl[2] = {(int)hb, count};
+    MPI_Aint disp[2];
+    MPI_Datatype types[2] = {MPI_BYTE, type}, t;
+    PMPI_Get_address(h, &disp[0]);
+    PMPI_Get_address(buf, &disp[1]);
+    int rc = PMPI_Type_create_struct(count ? 2 : 1, bl, disp, types, &t);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Type_commit(&t);
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (rc == MPI_SUCCESS) {
+        rc = PMPI_Isend(MPI_BOTTOM, 1, t, list[0], DYN_TAG, dyn.comm, &r);
+        PMPI_Type_free(&t); /* MPI keeps it alive for the send in flight */
+    }
+    if (rc == MPI_SUCCESS)
+        rc = reqvec_push(&dyn.sends, r, s);
+    if (rc != MPI_SUCCESS) {
+        free(h);
+        s->hdr = NULL;
+        return rc;
+    }
+    dyn.st.messages_sent++;
+    dyn.st.bytes_sent += (long)bytes;
+    return MPI_SUCCESS;
+}
+
+/* The binomial tree over list[0..n) (list[0]: the sender): the child at
+ * position m = 2^j roots positions [m, min(2m, n)). The loops over children go
+ * from the largest m down: the farthest subtree is the deepest, so it starts
+ * first (the origin sends ceil(log2 n) messages). */
+static int top_pow2(int n)
+{
+    int m = 1;
+    while (2 * m < n)
+        m *= 2;
+    return n > 1 ? m : 0;
+}
+
+static int subtree_len(int m, int n)
+{
+    return 2 * m < n ? m : n - m;
+}
+
+/* Sends to dest alone (a plain send), completing g when it leaves. */
+static int plain_send(ct_dyn_data *d, int dest, int tag, dyn_greq *g)
+{
+    dyn_send *s = calloc(1, sizeof *s);
+    dyn_greq **gs = malloc(sizeof *gs);
+    if (!s || !gs) {
+        free(s);
+        free(gs);
+        return MPI_ERR_NO_MEM;
+    }
+    gs[0] = g;
+    s->gs = gs;
+    s->ng = 1;
+    s->data = d;
+    int32_t list[2] = {dest, tag};
+    int rc = post_message(dyn.rank, list, 1, d->buf, d->count, d->type, d->bytes, s);
+    if (rc != MPI_SUCCESS) {
+        free(gs);
+        free(s);
+        return rc;
+    }
+    d->inflight++;
+    dyn.st.plain_sends++;
+    return MPI_SUCCESS;
+}
+
+/* ---- Receiving ---------------------------------------------------------- */
+
+static void msg_release(dyn_msg *m)
+{
+    if (--m->refs == 0) {
+        free(m->bytes);
+        free(m);
+    }
+}
+
+static int deliver(dyn_recv *r, dyn_msg *m)
+{
+    const dyn_hdr *h = (const dyn_hdr *)(void *)m->bytes;
+    const char *payload = m->bytes + hdr_bytes(h->n);
+    MPI_Count bytes = h->data_bytes;
+    int size, d = 1, rc = PMPI_Type_size(r->type, &size);
+    if (rc == MPI_SUCCESS && (MPI_Count)size * r->count < bytes)
+        rc = MPI_ERR_TRUNCATE;
+    if (rc == MPI_SUCCESS)
+        rc = dense(r->type, &d);
+    if (rc == MPI_SUCCESS && bytes > 0) {
+        if (d) {
+            memcpy(r->buf, payload, (size_t)bytes);
+        } else if (bytes > INT_MAX) {
+            rc = MPI_ERR_COUNT;
+        } else {
+            int pos = 0;
+            rc = PMPI_Unpack(payload, (int)bytes, &pos, r->buf, (int)(bytes / size), r->type,
+                             MPI_COMM_SELF);
+        }
+    }
+    r->g->source = m->origin;
+    r->g->tag = m->tag;
+    r->g->bytes = rc == MPI_SUCCESS ? bytes : 0;
+    greq_done(r->g, rc);
+    free(r);
+    return rc;
+}
+
+static int matches(int want_origin, int want_tag, int origin, int tag)
+{
+    return (want_origin == MPI_ANY_SOURCE || want_origin == origin) &&
+           (want_tag == MPI_ANY_TAG || want_tag == tag);
+}
+
+/* A message has arrived whole: forward it, then deliver or keep it. */
+static int arrived(dyn_msg *m)
+{
+    const dyn_hdr *h = (const dyn_hdr *)(void *)m->bytes;
+    if (m->len < sizeof *h || h->magic != DYN_MAGIC || h->n < 1 ||
+        m->len != hdr_bytes(h->n) + (size_t)h->data_bytes) {
+        free(m->bytes);
+        free(m);
+        return MPI_ERR_OTHER;
+    }
+    const int32_t *list = (const int32_t *)(const void *)(m->bytes + sizeof *h);
+    int n = h->n, rc = MPI_SUCCESS;
+    dyn.st.received++;
+    m->origin = h->origin;
+    m->tag = list[1];
+    m->refs = 1;
+    const char *payload = m->bytes + hdr_bytes(n);
+    for (int first = top_pow2(n); first >= 1; first >>= 1) {
+        int len = subtree_len(first, n);
+        dyn_send *s = calloc(1, sizeof *s);
+        if (!s) {
+            rc = MPI_ERR_NO_MEM;
+            break;
+        }
+        s->msg = m;
+        m->refs++;
+        int r = post_message(h->origin, list + 2 * first, len, payload,
+                             (int)h->data_bytes, MPI_BYTE, h->data_bytes, s);
+        if (r != MPI_SUCCESS) {
+            m->refs--;
+            free(s);
+            rc = r;
+            break;
+        }
+        dyn.st.forwarded++;
+    }
+    for (dyn_recv **p = &dyn.posted; *p; p = &(*p)->next)
+        if (matches((*p)->origin, (*p)->tag, m->origin, m->tag)) {
+            dyn_recv *r = *p;
+            *p = r->next;
+            if (!*p)
+                dyn.posted_tail = p;
+            deliver(r, m);
+            msg_release(m);
+            return rc;
+        }
+    dyn.st.unexpected++;
+    m->next = NULL;
+    *dyn.unexpected_tail = m;
+    dyn.unexpected_tail = &m->next;
+    return rc;
+}
+
+/* ---- The engine --------------------------------------------------------- */
+
+/* One pass under dyn.lock: take new messages, finish receives, finish sends.
+ * Returns CT_PROGRESS_MOVED and CT_PROGRESS_BUSY bits. */
+static int poll_locked(void)
+{
+    int moved = 0;
+    for (;;) {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        if (PMPI_Improbe(MPI_ANY_SOURCE, DYN_TAG, dyn.comm, &flag, &msg, &st) != MPI_SUCCESS ||
+            !flag)
+            break;
+        MPI_Count len = 0;
+        PMPI_Get_elements_x(&st, MPI_BYTE, &len);
+        dyn_msg *m = calloc(1, sizeof *m);
+        char *b = malloc(len > 0 ? (size_t)len : 1);
+        MPI_Request r = MPI_REQUEST_NULL;
+        if (!m || !b || len > INT_MAX) {
+            /* Nowhere to put it: take it off the wire and drop it. */
+            char dummy;
+            PMPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+            free(m);
+            free(b);
+            continue;
+        }
+        m->bytes = b;
+        m->len = (size_t)len;
+        PMPI_Imrecv(b, (int)len, MPI_BYTE, &msg, &r);
+        reqvec_push(&dyn.recvs, r, m);
+        moved = 1;
+    }
+    int outcount = 0;
+    if (dyn.recvs.n) {
+        PMPI_Testsome(dyn.recvs.n, dyn.recvs.req, &outcount, dyn.recvs.idx,
+                      MPI_STATUSES_IGNORE);
+        if (outcount > 0 && outcount != MPI_UNDEFINED) {
+            /* In index order: posting order, so a source's messages stay in order. */
+            for (int i = 0; i < outcount; i++)
+                for (int j = i + 1; j < outcount; j++)
+                    if (dyn.recvs.idx[j] < dyn.recvs.idx[i]) {
+                        int t = dyn.recvs.idx[i];
+                        dyn.recvs.idx[i] = dyn.recvs.idx[j];
+                        dyn.recvs.idx[j] = t;
+                    }
+            for (int i = 0; i < outcount; i++)
+                arrived(dyn.recvs.what[dyn.recvs.idx[i]]);
+            reqvec_compact(&dyn.recvs);
+            moved = 1;
+        }
+    }
+    if (dyn.sends.n) {
+        outcount = 0;
+        PMPI_Testsome(dyn.sends.n, dyn.sends.req, &outcount, dyn.sends.idx,
+                      MPI_STATUSES_IGNORE);
+        if (outcount > 0 && outcount != MPI_UNDEFINED) {
+            for (int i = 0; i < outcount; i++) {
+                dyn_send *s = dyn.sends.what[dyn.sends.idx[i]];
+                for (int k = 0; k < s->ng; k++)
+                    greq_done(s->gs[k], MPI_SUCCESS);
+                if (s->msg)
+                    msg_release(s->msg);
+                if (s->data)
+                    s->data->inflight--;
+                free(s->gs);
+                free(s->hdr);
+                free(s);
+            }
+            reqvec_compact(&dyn.sends);
+            moved = 1;
+        }
+    }
+    int busy = dyn.recvs.n || dyn.sends.n || dyn.posted;
+    return (moved ? CT_PROGRESS_MOVED : 0) | (busy ? CT_PROGRESS_BUSY : 0);
+}
+
+static int poll_hook(void)
+{
+    pthread_mutex_lock(&dyn.lock);
+    int r = dyn.on ? poll_locked() : 0;
+    pthread_mutex_unlock(&dyn.lock);
+    return r;
+}
+
+int ct_dyn_progress(void)
+{
+    return (poll_hook() & CT_PROGRESS_MOVED) != 0;
+}
+
+/* Without the progress thread the calls themselves move the engine. */
+static void kick(void)
+{
+    if (dyn.threaded)
+        ct_progress_kick();
+    else
+        poll_locked();
+}
+
+/* ---- The API ------------------------------------------------------------ */
+
+int ct_dyn_init(MPI_Comm comm)
+{
+    MPI_Comm dup;
+    int rc = PMPI_Comm_dup(comm, &dup); /* collective */
+    if (rc != MPI_SUCCESS)
+        return rc;
+    int threaded = ct_progress_start(comm) == MPI_SUCCESS; /* collective the first time */
+    pthread_mutex_lock(&dyn.lock);
+    if (dyn.on) {
+        pthread_mutex_unlock(&dyn.lock);
+        PMPI_Comm_free(&dup);
+        return MPI_ERR_OTHER;
+    }
+    dyn.comm = dup;
+    PMPI_Comm_rank(dup, &dyn.rank);
+    PMPI_Comm_size(dup, &dyn.size);
+    dyn.posted = NULL;
+    dyn.posted_tail = &dyn.posted;
+    dyn.unexpected = NULL;
+    dyn.unexpected_tail = &dyn.unexpected;
+    memset(&dyn.st, 0, sizeof dyn.st);
+    dyn.threaded = threaded;
+    dyn.on = 1;
+    pthread_mutex_unlock(&dyn.lock);
+    ct_progress_set_hook(poll_hook);
+    return MPI_SUCCESS;
+}
+
+int ct_dyn_finalize(void)
+{
+    /* Our sends complete once their receivers took them: drain, then agree. */
+    for (;;) {
+        pthread_mutex_lock(&dyn.lock);
+        int left = dyn.on ? (poll_locked(), dyn.sends.n + dyn.recvs.n) : -1;
+        pthread_mutex_unlock(&dyn.lock);
+        if (left < 0)
+            return MPI_ERR_OTHER;
+        if (left == 0)
+            break;
+    }
+    /* Forwarders stay live in the barrier: a rank's last sends may wait for
+     * a peer that is still receiving. */
+    MPI_Request b;
+    int rc = PMPI_Ibarrier(dyn.comm, &b), flag = 0;
+    while (rc == MPI_SUCCESS && !flag) {
+        ct_dyn_progress();
+        rc = PMPI_Test(&b, &flag, MPI_STATUS_IGNORE);
+    }
+    ct_progress_set_hook(NULL);
+    pthread_mutex_lock(&dyn.lock);
+    int pending = dyn.posted || dyn.unexpected || dyn.sends.n || dyn.recvs.n;
+    while (dyn.unexpected) {
+        dyn_msg *m = dyn.unexpected;
+        dyn.unexpected = m->next;
+        msg_release(m);
+    }
+    reqvec_free(&dyn.recvs);
+    reqvec_free(&dyn.sends);
+    PMPI_Comm_free(&dyn.comm);
+    dyn.on = 0;
+    pthread_mutex_unlock(&dyn.lock);
+    if (rc == MPI_SUCCESS && pending)
+        rc = MPI_ERR_PENDING;
+    return rc;
+}
+
+int ct_dyn_set_grouping(int on)
+{
+    pthread_mutex_lock(&dyn.lock);
+    dyn.grouping = on != 0;
+    pthread_mutex_unlock(&dyn.lock);
+    return MPI_SUCCESS;
+}
+
+int ct_dyn_data_create(void *buf, int count, MPI_Datatype type, ct_dyn_data **data)
+{
+    if (!data || count < 0)
+        return MPI_ERR_ARG;
+    int size, rc = PMPI_Type_size(type, &size);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    ct_dyn_data *d = calloc(1, sizeof *d);
+    if (!d)
+        return MPI_ERR_NO_MEM;
+    d->buf = buf;
+    d->count = count;
+    d->type = type;
+    d->bytes = (MPI_Count)size * count;
+    *data = d;
+    return MPI_SUCCESS;
+}
+
+int ct_dyn_isend(ct_dyn_data *d, int dest, int tag, MPI_Request *req)
+{
+    if (!d || !req)
+        return MPI_ERR_ARG;
+    if (tag < 0)
+        return MPI_ERR_TAG;
+    pthread_mutex_lock(&dyn.lock);
+    int rc = MPI_SUCCESS;
+    if (!dyn.on)
+        rc = MPI_ERR_OTHER;
+    else if (dest < 0 || dest >= dyn.size)
+        rc = MPI_ERR_RANK;
+    dyn_greq *g = NULL;
+    if (rc == MPI_SUCCESS)
+        rc = greq_new(dest, tag, &g, req);
+    if (rc == MPI_SUCCESS && d->ready) {
+        rc = plain_send(d, dest, tag, g); /* late: nothing to group with */
+    } else if (rc == MPI_SUCCESS) {
+        if (d->npend == d->cap) {
+            int nc = d->cap ? 2 * d->cap : 8;
+            dyn_pend *np = realloc(d->pend, sizeof *np * (size_t)nc);
+            if (!np)
+                rc = MPI_ERR_NO_MEM;
+            else
+                d->pend = np, d->cap = nc;
+        }
+        if (rc == MPI_SUCCESS)
+            d->pend[d->npend++] = (dyn_pend){dest, tag, g};
+    }
+    if (rc != MPI_SUCCESS && g) {
+        greq_done(g, rc);
+    }
+    if (rc == MPI_SUCCESS)
+        kick();
+    pthread_mutex_unlock(&dyn.lock);
+    return rc;
+}
+
+int ct_dyn_ready(ct_dyn_data *d)
+{
+    if (!d)
+        return MPI_ERR_ARG;
+    pthread_mutex_lock(&dyn.lock);
+    int rc = MPI_SUCCESS;
+    if (!dyn.on || d->ready) {
+        pthread_mutex_unlock(&dyn.lock);
+        return MPI_ERR_OTHER;
+    }
+    d->ready = 1;
+    int k = d->npend;
+    if (k == 1 || (k > 1 && !dyn.grouping)) {
+        for (int i = 0; i < k; i++) {
+            int r = plain_send(d, d->pend[i].dest, d->pend[i].tag, d->pend[i].g);
+            if (r != MPI_SUCCESS) {
+                greq_done(d->pend[i].g, r);
+                rc = r;
+            }
+        }
+    } else if (k > 1) {
+        /* The list [me, d1..dk]: position 0 is the origin (its tag unused). */
+        int n = k + 1;
+        int32_t *list = malloc(sizeof *list * 2 * (size_t)n);
+        if (!list)
+            rc = MPI_ERR_NO_MEM;
+        for (int i = 0; list && i < k; i++) {
+            list[2 * (i + 1)] = d->pend[i].dest;
+            list[2 * (i + 1) + 1] = d->pend[i].tag;
+        }
+        if (list) {
+            list[0] = dyn.rank;
+            list[1] = -1;
+            dyn.st.broadcasts++;
+        }
+        for (int first = list ? top_pow2(n) : 0; first >= 1; first >>= 1) {
+            int len = subtree_len(first, n);
+            dyn_send *s = calloc(1, sizeof *s);
+            dyn_greq **gs = malloc(sizeof *gs * (size_t)len);
+            int r = s && gs ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+            if (r == MPI_SUCCESS) {
+                for (int i = 0; i < len; i++)
+                    gs[i] = d->pend[first - 1 + i].g;
+                s->gs = gs;
+                s->ng = len;
+                s->data = d;
+                r = post_message(dyn.rank, list + 2 * first, len, d->buf, d->count, d->type,
+                                 d->bytes, s);
+            }
+            if (r == MPI_SUCCESS) {
+                d->inflight++;
+                continue;
+            }
+            free(s);
+            free(gs);
+            for (int i = 0; i < len; i++)
+                greq_done(d->pend[first - 1 + i].g, r);
+            rc = r;
+        }
+        free(list);
+    }
+    d->npend = 0;
+    free(d->pend);
+    d->pend = NULL;
+    d->cap = 0;
+    kick();
+    pthread_mutex_unlock(&dyn.lock);
+    return rc;
+}
+
+int ct_dyn_data_free(ct_dyn_data *d)
+{
+    if (!d)
+        return MPI_SUCCESS;
+    pthread_mutex_lock(&dyn.lock);
+    int busy = d->inflight > 0 || d->npend > 0;
+    pthread_mutex_unlock(&dyn.lock);
+    if (busy)
+        return MPI_ERR_PENDING;
+    free(d->pend);
+    free(d);
+    return MPI_SUCCESS;
+}
+
+int ct_dyn_irecv(void *buf, int count, MPI_Datatype type, int origin, int tag,
+                 MPI_Request *req)
+{
+    if (!req || count < 0)
+        return MPI_ERR_ARG;
+    dyn_recv *r = calloc(1, sizeof *r);
+    if (!r)
+        return MPI_ERR_NO_MEM;
+    pthread_mutex_lock(&dyn.lock);
+    int rc = dyn.on ? greq_new(origin, tag, &r->g, req) : MPI_ERR_OTHER;
+    if (rc != MPI_SUCCESS) {
+        pthread_mutex_unlock(&dyn.lock);
+        free(r);
+        return rc;
+    }
+    r->buf = buf;
+    r->count = count;
+    r->type = type;
+    r->origin = origin;
+    r->tag = tag;
+    for (dyn_msg **p = &dyn.unexpected; *p; p = &(*p)->next)
+        if (matches(origin, tag, (*p)->origin, (*p)->tag)) {
+            dyn_msg *m = *p;
+            *p = m->next;
+            if (!*p)
+                dyn.unexpected_tail = p;
+            deliver(r, m);
+            msg_release(m);
+            pthread_mutex_unlock(&dyn.lock);
+            return MPI_SUCCESS;
+        }
+    r->next = NULL;
+    *dyn.posted_tail = r;
+    dyn.posted_tail = &r->next;
+    kick();
+    pthread_mutex_unlock(&dyn.lock);
+    return MPI_SUCCESS;
+}
+
+void ct_dyn_stats_get(ct_dyn_stats *s)
+{
+    pthread_mutex_lock(&dyn.lock);
+    *s = dyn.st;
+    pthread_mutex_unlock(&dyn.lock);
+}
