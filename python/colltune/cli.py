@@ -21,6 +21,7 @@ from . import (
     probe,
     splittree,
     store_cli,
+    suite,
     tune,
     validate,
 )
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     overlap.register(sub)
     tune.register(sub)
     monitor.register(sub)
+    suite.register(sub)
     store_cli.register(sub)
     return parser
 

@@ -249,7 +249,7 @@ static int intercept(const ct_call *c)
         return err;
     const char *ran = "native";
     int rc;
-    double t0 = ct_monitor_level ? PMPI_Wtime() : 0;
+    unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
     ct_monitor_in_collective = 1; /* the executor's messages are collective traffic */
     if (native)
         rc = ct_call_native(c); /* the non-blocking one when c->request is set */
@@ -259,7 +259,7 @@ static int intercept(const ct_call *c)
         rc = ct_call_run(c, &o, 1, &ran);
     ct_monitor_in_collective = 0;
     if (ct_monitor_level) {
-        ct_monitor_time(PMPI_Wtime() - t0);
+        ct_monitor_time(ct_monitor_ticks() - t0);
         if (!strcmp(ran, "native"))
             ct_monitor_native(c->coll, bytes);
     }
@@ -424,7 +424,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     if (!ct_monitor_level)
         return ct_wait(request, status);
-    double t0 = PMPI_Wtime();
+    unsigned long long t0 = ct_monitor_ticks();
     MPI_Request saved = *request;
     MPI_Status own;
     int watch = ct_monitor_pending != 0;
@@ -433,7 +433,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     int rc = ct_wait(request, status);
     if (watch && rc == MPI_SUCCESS)
         ct_monitor_complete(saved, status);
-    ct_monitor_time(PMPI_Wtime() - t0);
+    ct_monitor_time(ct_monitor_ticks() - t0);
     return rc;
 }
 
@@ -455,7 +455,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     if (!ct_monitor_level)
         return ct_waitall(count, requests, statuses);
-    double t0 = PMPI_Wtime();
+    unsigned long long t0 = ct_monitor_ticks();
     mon_saved s;
     MPI_Status *st = ct_monitor_pending && count > 0 ? mon_save(&s, count, requests, statuses)
                                                      : NULL;
@@ -465,7 +465,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
             mon_complete(rc, s.req[i], &st[i]);
         mon_release(&s, statuses);
     }
-    ct_monitor_time(PMPI_Wtime() - t0);
+    ct_monitor_time(ct_monitor_ticks() - t0);
     return rc;
 }
 
@@ -500,7 +500,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 {
     if (!ct_monitor_level)
         return waitany(count, requests, index, status);
-    double t0 = PMPI_Wtime();
+    unsigned long long t0 = ct_monitor_ticks();
     mon_saved s;
     MPI_Status own;
     MPI_Status *st = ct_monitor_pending && count > 0
@@ -511,7 +511,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
             ct_monitor_complete(s.req[*index], status == MPI_STATUS_IGNORE ? &own : status);
         mon_release(&s, MPI_STATUSES_IGNORE);
     }
-    ct_monitor_time(PMPI_Wtime() - t0);
+    ct_monitor_time(ct_monitor_ticks() - t0);
     return rc;
 }
 
@@ -574,10 +574,10 @@ static int some(int wait, int incount, MPI_Request requests[], int *outcount, in
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
-    double t0 = ct_monitor_level ? PMPI_Wtime() : 0;
+    unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
     int rc = some(1, incount, requests, outcount, indices, statuses);
     if (ct_monitor_level)
-        ct_monitor_time(PMPI_Wtime() - t0);
+        ct_monitor_time(ct_monitor_ticks() - t0);
     return rc;
 }
 
@@ -641,9 +641,9 @@ int MPI_Finalize(void)
         if (!ct_monitor_level)                                                              \
             return call;                                                                    \
         ct_monitor_send(comm, dest, count, type);                                           \
-        double t0_ = PMPI_Wtime();                                                          \
+        unsigned long long t0_ = ct_monitor_ticks();                                                          \
         int rc_ = call;                                                                     \
-        ct_monitor_time(PMPI_Wtime() - t0_);                                                \
+        ct_monitor_time(ct_monitor_ticks() - t0_);                                                \
         return rc_;                                                                         \
     } while (0)
 
@@ -702,9 +702,9 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MP
         MPI_Status own_;                                                                    \
         if (status == MPI_STATUS_IGNORE)                                                    \
             status = &own_;                                                                 \
-        double t0_ = PMPI_Wtime();                                                          \
+        unsigned long long t0_ = ct_monitor_ticks();                                                          \
         int rc_ = call;                                                                     \
-        ct_monitor_time(PMPI_Wtime() - t0_);                                                \
+        ct_monitor_time(ct_monitor_ticks() - t0_);                                                \
         if (rc_ == MPI_SUCCESS)                                                             \
             ct_monitor_recv(comm, status);                                                  \
         return rc_;                                                                         \

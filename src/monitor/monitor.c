@@ -30,7 +30,8 @@ static uint64_t *rmsgs[2], *rbytes[2];
 static uint64_t total_rmsgs[2], total_rbytes[2];
 static uint64_t untracked; /* non-blocking receives the pending table had no room for */
 static uint64_t native_calls[CT_NCOLL], native_bytes[CT_NCOLL];
-static double mpi_seconds, start_time;
+static double start_time;
+static unsigned long long mpi_ticks, start_ticks;
 static MPI_Group world_group;
 
 /* Hardware counters and energy, or why not. */
@@ -134,6 +135,7 @@ void ct_monitor_init(void)
     open_counters();
     open_energy();
     start_time = PMPI_Wtime();
+    start_ticks = ct_monitor_ticks();
 }
 
 /* The world ranks of a communicator's ranks (remote ones for an
@@ -193,12 +195,8 @@ static int world_of(MPI_Comm comm, int dest)
 
 static int log2_bin(uint64_t n)
 {
-    int b = 0;
-    while (n > 1 && b < HIST_BINS - 1) {
-        n >>= 1;
-        b++;
-    }
-    return b;
+    int b = n > 1 ? 63 - __builtin_clzll(n) : 0;
+    return b < HIST_BINS - 1 ? b : HIST_BINS - 1;
 }
 
 void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type)
@@ -351,12 +349,12 @@ void ct_monitor_native(int op, long long b)
     native_bytes[op] += b > 0 ? (uint64_t)b : 0;
 }
 
-void ct_monitor_time(double seconds)
+void ct_monitor_time(unsigned long long ticks)
 {
     /* inside colltune's collectives (and on the progress thread) the enclosing call is
      * timed already */
     if (ct_monitor_level >= CT_MON_COUNTERS && !ct_monitor_in_collective)
-        mpi_seconds += seconds;
+        mpi_ticks += ticks;
 }
 
 /* ---- The record ------------------------------------------------------------ */
@@ -381,6 +379,8 @@ void ct_monitor_finish(void)
     if (ct_monitor_level == CT_MON_OFF)
         return;
     double wall = PMPI_Wtime() - start_time;
+    unsigned long long run_ticks = ct_monitor_ticks() - start_ticks;
+    double mpi_seconds = run_ticks ? wall * ((double)mpi_ticks / (double)run_ticks) : 0;
     /* Per rank: scalars, then the matrices' rows. */
     enum { NEXTRA = 5, NSCALAR = 8 + NCOUNTERS + 2 * CT_NCOLL + NEXTRA };
     double scal[NSCALAR];
