@@ -306,6 +306,7 @@ from .model_report import (  # noqa: E402  (they import report lazily)
     validation_section,
 )
 from .probe_report import machine_section  # noqa: E402
+from .suite import suite_section  # noqa: E402
 
 REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     _runs_section,
@@ -316,6 +317,7 @@ REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     overlap_section,
     tune_section,
     monitor_section,
+    suite_section,
 ]
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import shlex
 import statistics
 import subprocess
@@ -368,3 +367,91 @@ def cmd_suite(args: argparse.Namespace) -> int:
     if rc == 130:
         print("colltune suite: interrupted; what was measured is kept", file=sys.stderr)
     return rc
+
+
+# -- the report's section ------------------------------------------------------------------
+
+VIEWS = (("pingpong", "distance", "distance", "pingpong round trip vs communication distance "
+          "(layer or core distance)"),
+         ("pingpong", "pairs", "active", "pingpong round trip vs pairs active at once"),
+         ("shift", "pairs", "ranks", "shift (ring) vs ranks"),
+         ("bcast", "ranks", "ranks", "bcast from rank 0 vs N"),
+         ("share", "active", "active", "memory-bound copy vs ranks copying at once"))
+
+
+def _line_svg(series: dict, xlabel: str, title: str) -> str:
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    from .report import _PLOT_LOCK, _RC, _svg
+
+    with _PLOT_LOCK, matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(5.5, 3.2))
+        ax = fig.add_subplot()
+        for label, pts in series.items():
+            pts = sorted(pts)
+            ax.errorbar([p[0] for p in pts], [p[1] for p in pts],
+                        yerr=[[p[1] - p[2] for p in pts], [p[3] - p[1] for p in pts]],
+                        marker="o", capsize=3, label=label)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("time per iteration (µs), median [min, max]")
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+        return _svg(fig, title)
+
+
+def suite_section(data):
+    """`colltune suite` (and the suite step of `colltune run`): the paper's views, the
+    configurations as a table with IPC and messages per instruction, the overhead study."""
+    from .probe_report import _figure
+    from .report import Section, esc, table
+
+    parts = []
+    for run in data.runs:
+        for bench in run.get("benches", []):
+            doc = bench.get("suite") if bench.get("op") == "suite" else None
+            if not isinstance(doc, dict):
+                continue
+            mpi = doc.get("mpi") or {}
+            out = [f"<h3>Run {esc(run['id'])}: {esc(bench.get('command', ''))}</h3>",
+                   f"<p>{esc(mpi.get('implementation', mpi.get('build', '')))} "
+                   f"{esc(mpi.get('version', ''))}; {'quick; ' if doc.get('quick') else ''}"
+                   f"{'complete' if doc.get('complete') else 'incomplete'}.</p>"]
+            configs = doc.get("configs") or []
+            for bname, view, key, title in VIEWS:
+                series: dict = {}
+                for c in configs:
+                    if c["bench"] == bname and c["view"] == view and c.get(key) is not None:
+                        x = c[key] if key != "ranks" else c["ranks"]
+                        series.setdefault(f"{c['size']} B", []).append(
+                            (x, c["median_us"], c["min_us"], c["max_us"]))
+                if series and sum(len(v) for v in series.values()) > 1:
+                    out.append(_figure(data, _line_svg(series, key, title), title + "."))
+            if configs:
+                rows = [[c["bench"], c["view"], c["ranks"], c.get("active"), c.get("distance"),
+                         c["size"], round(c["median_us"], 3), round(c["min_us"], 3),
+                         round(c["max_us"], 3), c.get("messages_per_iter"),
+                         None if c.get("ipc") is None else round(c["ipc"], 3),
+                         c.get("messages_per_instruction")] for c in configs]
+                out.append(table(["benchmark", "view", "ranks", "active", "distance", "bytes",
+                                  "median (µs)", "min", "max", "messages/iter", "IPC",
+                                  "messages/instruction"], rows))
+                why = configs[0].get("counters_unavailable")
+                if why:
+                    out.append(f"<p>IPC and messages per instruction: unavailable: "
+                               f"{esc(why)}.</p>")
+            ov = doc.get("overhead")
+            if ov and ov.get("ratios"):
+                out.append(f"<p>Monitor overhead on shift ({ov['size']} B, {ov['ranks']} ranks, "
+                           f"{ov['reps']} interleaved repetitions, binding "
+                           f"{esc(ov.get('binding', ''))}): ratio to level off.</p>")
+                out.append(table(["level", "median (µs)", "ratio median", "min", "max"],
+                                 [[lv, round(r["median_us"], 3), round(r["median"], 4),
+                                   round(r["min"], 4), round(r["max"], 4)]
+                                  for lv, r in ov["ratios"].items()]))
+            for w in doc.get("warnings", []):
+                out.append(f"<p class='warn'>{esc(w)}</p>")
+            parts.append("\n".join(out))
+    if not parts:
+        return None
+    return Section("suite", "Benchmark suite", "\n".join(parts))
