@@ -9,6 +9,10 @@
 #                                                   (P2P_ARGS, VALIDATE_ARGS: extra options)
 #   bench/device.sh OUTDIR overlap [OVERLAP-ARGS]   colltune overlap over MPICH, Open MPI as
 #                                                   peer: OUTDIR/overlap.tgz
+#   bench/device.sh OUTDIR suite [MPI ...]          colltune suite --overhead (shift at every
+#                                                   monitor level, all cores), then the suite
+#                                                   (MACHINE=machine.json: its layers), per MPI
+#                                                   (default mpich): OUTDIR/suite.tgz
 #   bench/device.sh OUTDIR tune [NRANKS [STEP...]]  issue 8's figures, resumable: the paper's
 #                                                   table 2 cases (8 ranks) per strategy, the
 #                                                   grid at NRANKS (16) per strategy and MPI,
@@ -153,6 +157,27 @@ PY
             ;;
         *) echo "unknown tune step '$step' (table2, grid, bench)" >&2; exit 2 ;;
         esac
+    done
+    ;;
+suite)
+    # colltune suite (full plan, pairs from the probe's machine file when MACHINE names one)
+    # and the monitor's overhead study on shift with all cores, per MPI (default mpich):
+    # OUTDIR/suite.tgz, rewritten after each step so that a cut-off call keeps what finished.
+    work=${SUITE_DIR:-/tmp/colltune-device-suite}
+    mkdir -p "$work"
+    { date -u; uname -a; lscpu; } >"$work/machine.txt" 2>&1
+    mpis=("$@")
+    [ ${#mpis[@]} -gt 0 ] || mpis=(mpich)
+    for mpi in "${mpis[@]}"; do
+        build_mpi "$mpi" >"$work/build-$mpi.log" 2>&1
+        log "overhead study with $mpi"
+        COLLTUNE_MPI=$mpi colltune suite --overhead --reps "${OVERHEAD_REPS:-9}" --no-record \
+            -o "$work/overhead-$mpi.json" 2>&1 | grep -v '\[#*\.*\]' | tee "$work/overhead-$mpi.log"
+        tar czf "$out/suite.tgz" -C "$work" .
+        log "suite with $mpi"
+        COLLTUNE_MPI=$mpi colltune suite ${MACHINE:+--machine "$MACHINE"} --no-record \
+            -o "$work/suite-$mpi.json" 2>&1 | grep -v '\[#*\.*\]' | tee "$work/suite-$mpi.log"
+        tar czf "$out/suite.tgz" -C "$work" .
     done
     ;;
 overlap)

@@ -22,6 +22,7 @@ from . import (
     probe,
     splittree,
     store_cli,
+    suite,
     tune,
     validate,
 )
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     overlap.register(sub)
     tune.register(sub)
     monitor.register(sub)
+    suite.register(sub)
     store_cli.register(sub)
     cholesky.register(sub)
     return parser

@@ -382,6 +382,19 @@ def cmd_run(args: argparse.Namespace) -> int:
             run.add_bench(overlap_bench(ov))
         except OverlapError as e:  # the rest of the run stands without it
             print(f"colltune: the overlap study failed: {e}", file=sys.stderr)
+        print("[suite] the monitoring paper's benchmarks, quick (colltune suite --quick)")
+        from .suite import SuiteError, run_suite, suite_bench
+
+        try:
+            machine = "machine.json" if Path("machine.json").exists() else None
+            if machine:
+                from .machine_schema import load as load_machine
+
+                machine = load_machine(machine)
+            sdoc = run_suite(build, quick=True, machine=machine, max_ranks=args.ranks)
+            run.add_bench(suite_bench(sdoc, "colltune suite --quick"))
+        except (SuiteError, MPIError, ValueError) as e:  # the rest of the run stands
+            print(f"colltune: the suite failed: {e}", file=sys.stderr)
     except BenchInterrupted as e:
         run.add_bench(e.doc)
         run.finish("interrupted", "interrupted by the user")

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 # Benches that are not an operation's latencies: the report shows them in these sections.
-SPECIAL_BENCHES = ("probe", "p2p", "validate-model", "overlap", "tune", "monitor", "cholesky")
+SPECIAL_BENCHES = ("probe", "p2p", "validate-model", "overlap", "tune", "monitor", "cholesky", "suite")
 
 
 def p2p_section(data):
@@ -278,14 +278,39 @@ def _monitor_html(data, doc: dict) -> str:
     out = [f"<p>Level {esc(doc['level'])}, {esc(doc['ranks'])} ranks. Hardware counters: "
            f"{esc(doc.get('counters_unavailable') or 'measured')}. Energy: "
            f"{esc(doc.get('energy_unavailable') or 'measured')}.</p>"]
-    rows = [[r["rank"], r["app_messages"], r["app_bytes"], r["coll_messages"], r["coll_bytes"],
+    from .monitor import consistency, consistency_line
+
+    out.append(f"<p>{esc(consistency_line(doc.get('consistency') or consistency(doc)))}</p>")
+
+    def edp(r):  # energy-delay product (J s), when energy is known
+        e = r.get("energy_uj")
+        return None if e is None else round(e * 1e-6 * r["wall_s"], 6)
+
+    def ipc(r):
+        c = r.get("cycles")
+        return round(r["instructions"] / c, 3) if c and r.get("instructions") else None
+
+    rows = [[r["rank"], r["app_messages"], r["app_bytes"], r.get("recv_messages"),
+             r.get("recv_bytes"), r["coll_messages"], r["coll_bytes"],
              round(r["mpi_s"], 6), round(r["wall_s"], 6), r.get("instructions"),
-             r.get("energy_uj"),
+             r.get("cycles"), ipc(r), r.get("cache_misses"), r.get("energy_uj"), edp(r),
              ", ".join(f"{k} {v['calls']}" for k, v in (r.get("native") or {}).items())]
             for r in doc["per_rank"]]
-    out.append(table(["rank", "messages", "bytes", "collective messages", "collective bytes",
-                      "MPI (s)", "wall (s)", "instructions", "energy (µJ)",
-                      "native collective calls"], rows))
+    out.append(table(["rank", "messages sent", "bytes sent", "messages received",
+                      "bytes received", "collective messages", "collective bytes",
+                      "MPI (s)", "wall (s)", "instructions", "cycles", "IPC", "cache misses",
+                      "energy (µJ)", "energy-delay (J s)", "native collective calls"], rows))
+    if "histogram" in doc:
+        bins = doc.get("histogram_bins", 48)
+        total = [0] * bins
+        for row in doc["histogram"]:
+            for k, v in enumerate(row):
+                total[k % bins] += v
+        used = [(k, v) for k, v in enumerate(total) if v]
+        if used:
+            out.append(table(["message size", "application messages (all peers)"],
+                             [[f"{1 << k} to {(1 << (k + 1)) - 1} B" if k else "0 to 1 B", v]
+                              for k, v in used]))
     for key, what in (("messages", "application messages"), ("bytes", "application bytes"),
                       ("coll_messages", "colltune collective messages")):
         if key in doc:

@@ -2,8 +2,11 @@
 monitor (src/monitor/monitor.h; COLLTUNE_MONITOR levels counters, count, peers, sizes), reads
 the record rank 0 writes at MPI_Finalize and keeps it in the store: the N x N matrices
 `messages` and `bytes` (row = sender) of the application's point-to-point traffic and
-`coll_messages` / `coll_bytes` of colltune's collectives, per-peer log2 size histograms, native
-collective calls, time in MPI, hardware counters and energy (or why they are unavailable)."""
+`coll_messages` / `coll_bytes` of colltune's collectives, the receive side `recv_messages` /
+`recv_bytes` (row = receiver, column = source: the transpose of the send matrices when every
+message sent was received) and `coll_recv_*`, per-peer log2 size histograms, native collective
+calls, time in MPI, hardware counters and energy (or why they are unavailable), and the
+send/receive consistency check per layer (`consistency`)."""
 
 from __future__ import annotations
 
@@ -52,7 +55,64 @@ def run_monitored(build: MPIBuild, cmd: list[str], level: str, out: Path,
     doc = json.loads(out.read_text())
     doc["command"] = shlex.join(cmd)
     doc["exit_code"] = p.returncode
+    doc["consistency"] = consistency(doc)
+    from .store import write_atomic
+
+    write_atomic(out, json.dumps(doc) + "\n")  # with the command and the check
     return doc
+
+
+LAYERS = {"application": ("messages", "bytes", "recv_messages", "recv_bytes",
+                          "app_messages", "app_bytes"),
+          "collective": ("coll_messages", "coll_bytes", "coll_recv_messages", "coll_recv_bytes",
+                         "coll_messages", "coll_bytes")}
+
+
+def consistency(doc: dict) -> dict | None:
+    """Per layer (application point-to-point, colltune's collectives): whether every rank's
+    sends to j equal j's receives from it, in messages and bytes (`peers` and `sizes`), or
+    the totals over all ranks (`count`); None at `counters`, which counts no message."""
+    ranks = doc.get("per_rank") or []
+    if doc.get("level") == "counters" or not ranks or "recv_messages" not in ranks[0]:
+        return None
+    untracked = sum(r.get("untracked_receives", 0) for r in ranks)
+    out: dict = {"untracked_receives": untracked}
+    for layer, (sm, sb, rm, rb, tm, tb) in LAYERS.items():
+        mismatches = []
+        if sm in doc and rm in doc:
+            n = len(doc[sm])
+            for i in range(n):
+                for j in range(n):
+                    if doc[sm][i][j] != doc[rm][j][i] or doc[sb][i][j] != doc[rb][j][i]:
+                        mismatches.append({"sender": i, "receiver": j,
+                                           "sent": [doc[sm][i][j], doc[sb][i][j]],
+                                           "received": [doc[rm][j][i], doc[rb][j][i]]})
+            scope = "pairs"
+        else:
+            sent = [sum(r[tm] for r in ranks), sum(r[tb] for r in ranks)]
+            recv_m = "recv_messages" if layer == "application" else "coll_recv_messages"
+            recv_b = "recv_bytes" if layer == "application" else "coll_recv_bytes"
+            got = [sum(r[recv_m] for r in ranks), sum(r[recv_b] for r in ranks)]
+            if sent != got:
+                mismatches.append({"sender": None, "receiver": None, "sent": sent,
+                                   "received": got})
+            scope = "totals"
+        out[layer] = {"consistent": not mismatches, "scope": scope,
+                      "mismatches": mismatches[:50], "mismatch_count": len(mismatches)}
+    return out
+
+
+def consistency_line(check: dict | None) -> str:
+    if check is None:
+        return "send/receive consistency: not checked at level counters (no message counted)"
+    parts = []
+    for layer in LAYERS:
+        c = check[layer]
+        parts.append(f"{layer} {'consistent' if c['consistent'] else 'INCONSISTENT'}"
+                     + ("" if c["consistent"] else f" ({c['mismatch_count']} {c['scope']})"))
+    extra = (f"; {check['untracked_receives']} non-blocking receives not tracked"
+             if check["untracked_receives"] else "")
+    return "send/receive consistency (sends to j = j's receives): " + ", ".join(parts) + extra
 
 
 def summary(doc: dict) -> str:
@@ -63,6 +123,8 @@ def summary(doc: dict) -> str:
              f"({sum(r['app_bytes'] for r in ranks):.0f} B), colltune collective messages "
              f"{coll} ({sum(r['coll_bytes'] for r in ranks):.0f} B); time in MPI "
              f"{max(r['mpi_s'] for r in ranks):.3f} s of {max(r['wall_s'] for r in ranks):.3f}"]
+    if "consistency" in doc:
+        lines.append(consistency_line(doc["consistency"]))
     native: dict[str, int] = {}
     for r in ranks:
         for op, v in r["native"].items():

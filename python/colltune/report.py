@@ -307,6 +307,7 @@ from .model_report import (  # noqa: E402  (they import report lazily)
     validation_section,
 )
 from .probe_report import machine_section  # noqa: E402
+from .suite import suite_section  # noqa: E402
 
 REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     _runs_section,
@@ -318,6 +319,7 @@ REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     tune_section,
     monitor_section,
     cholesky_section,
+    suite_section,
 ]
 
 

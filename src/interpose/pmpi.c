@@ -29,7 +29,10 @@
  *
  * COLLTUNE_MONITOR=counters|count|peers|sizes turns on the message monitor
  * (src/monitor/monitor.h): the send family is counted here, colltune's own
- * collectives apart from the application's point-to-point.
+ * collectives apart from the application's point-to-point; so is the receive side
+ * (MPI_Recv, MPI_Irecv completed through the wait and test family, MPI_Sendrecv,
+ * MPI_Mprobe/MPI_Improbe, MPI_Isendrecv and the large-count variants where the MPI has
+ * them).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -246,7 +249,7 @@ static int intercept(const ct_call *c)
         return err;
     const char *ran = "native";
     int rc;
-    double t0 = ct_monitor_level ? PMPI_Wtime() : 0;
+    unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
     ct_monitor_in_collective = 1; /* the executor's messages are collective traffic */
     if (native)
         rc = ct_call_native(c); /* the non-blocking one when c->request is set */
@@ -256,7 +259,7 @@ static int intercept(const ct_call *c)
         rc = ct_call_run(c, &o, 1, &ran);
     ct_monitor_in_collective = 0;
     if (ct_monitor_level) {
-        ct_monitor_time(PMPI_Wtime() - t0);
+        ct_monitor_time(ct_monitor_ticks() - t0);
         if (!strcmp(ran, "native"))
             ct_monitor_native(c->coll, bytes);
     }
@@ -367,29 +370,122 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     return intercept(&c);
 }
 
-/* The wait and test family: colltune's application-side part first. */
+/* The wait and test family: colltune's application-side part first. While the monitor
+ * has non-blocking receives pending, the handles are saved before they complete (the call
+ * sets them to MPI_REQUEST_NULL) and statuses the caller ignores are given a place, so the
+ * completed receives can be counted from their statuses. Up to MON_STACK requests this
+ * lives on the stack; only a larger wait while receives are pending allocates. */
+
+enum { MON_STACK = 64 };
+
+typedef struct mon_saved {
+    MPI_Request req_stack[MON_STACK];
+    MPI_Status st_stack[MON_STACK];
+    MPI_Request *req;
+    MPI_Status *st;
+} mon_saved;
+
+/* The statuses to pass on (the caller's or ours), or NULL when out of memory. */
+static MPI_Status *mon_save(mon_saved *s, int count, const MPI_Request *requests,
+                            MPI_Status *statuses)
+{
+    int small = count <= MON_STACK;
+    s->req = small ? s->req_stack : malloc(sizeof(MPI_Request) * (size_t)count);
+    s->st = statuses;
+    if (statuses == MPI_STATUSES_IGNORE)
+        s->st = small ? s->st_stack : malloc(sizeof(MPI_Status) * (size_t)count);
+    if (!s->req || !s->st) {
+        if (s->req != s->req_stack)
+            free(s->req);
+        if (s->st != statuses && s->st != s->st_stack)
+            free(s->st);
+        return NULL;
+    }
+    memcpy(s->req, requests, sizeof(MPI_Request) * (size_t)count);
+    return s->st;
+}
+
+static void mon_release(mon_saved *s, MPI_Status *statuses)
+{
+    if (s->req != s->req_stack)
+        free(s->req);
+    if (s->st != statuses && s->st != s->st_stack)
+        free(s->st);
+}
+
+/* rc of a call that completed requests with statuses st: MPI_ERR_IN_STATUS says which. */
+static void mon_complete(int rc, MPI_Request req, const MPI_Status *st)
+{
+    if (rc == MPI_SUCCESS || (rc == MPI_ERR_IN_STATUS && st->MPI_ERROR == MPI_SUCCESS))
+        ct_monitor_complete(req, st);
+}
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
-    return ct_wait(request, status);
+    if (!ct_monitor_level)
+        return ct_wait(request, status);
+    unsigned long long t0 = ct_monitor_ticks();
+    MPI_Request saved = *request;
+    MPI_Status own;
+    int watch = ct_monitor_pending != 0;
+    if (watch && status == MPI_STATUS_IGNORE)
+        status = &own;
+    int rc = ct_wait(request, status);
+    if (watch && rc == MPI_SUCCESS)
+        ct_monitor_complete(saved, status);
+    ct_monitor_time(ct_monitor_ticks() - t0);
+    return rc;
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    return ct_test(request, flag, status);
+    if (!ct_monitor_level || !ct_monitor_pending)
+        return ct_test(request, flag, status);
+    MPI_Request saved = *request;
+    MPI_Status own;
+    if (status == MPI_STATUS_IGNORE)
+        status = &own;
+    int rc = ct_test(request, flag, status);
+    if (rc == MPI_SUCCESS && *flag)
+        ct_monitor_complete(saved, status);
+    return rc;
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
-    return ct_waitall(count, requests, statuses);
+    if (!ct_monitor_level)
+        return ct_waitall(count, requests, statuses);
+    unsigned long long t0 = ct_monitor_ticks();
+    mon_saved s;
+    MPI_Status *st = ct_monitor_pending && count > 0 ? mon_save(&s, count, requests, statuses)
+                                                     : NULL;
+    int rc = ct_waitall(count, requests, st ? st : statuses);
+    if (st) {
+        for (int i = 0; i < count; i++)
+            mon_complete(rc, s.req[i], &st[i]);
+        mon_release(&s, statuses);
+    }
+    ct_monitor_time(ct_monitor_ticks() - t0);
+    return rc;
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
-    return ct_testall(count, requests, flag, statuses);
+    if (!ct_monitor_level || !ct_monitor_pending || count <= 0)
+        return ct_testall(count, requests, flag, statuses);
+    mon_saved s;
+    MPI_Status *st = mon_save(&s, count, requests, statuses);
+    int rc = ct_testall(count, requests, flag, st ? st : statuses);
+    if (st) {
+        if (*flag)
+            for (int i = 0; i < count; i++)
+                mon_complete(rc, s.req[i], &st[i]);
+        mon_release(&s, statuses);
+    }
+    return rc;
 }
 
-int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+static int waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     ct_nbc_drive(count, requests, 0);
     int rc, flag = 0;
@@ -400,14 +496,45 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
     return rc;
 }
 
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    if (!ct_monitor_level)
+        return waitany(count, requests, index, status);
+    unsigned long long t0 = ct_monitor_ticks();
+    mon_saved s;
+    MPI_Status own;
+    MPI_Status *st = ct_monitor_pending && count > 0
+                         ? mon_save(&s, count, requests, MPI_STATUSES_IGNORE) : NULL;
+    int rc = waitany(count, requests, index, st && status == MPI_STATUS_IGNORE ? &own : status);
+    if (st) {
+        if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
+            ct_monitor_complete(s.req[*index], status == MPI_STATUS_IGNORE ? &own : status);
+        mon_release(&s, MPI_STATUSES_IGNORE);
+    }
+    ct_monitor_time(ct_monitor_ticks() - t0);
+    return rc;
+}
+
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
     ct_nbc_drive(count, requests, 0);
-    return PMPI_Testany(count, requests, index, flag, status);
+    if (!ct_monitor_level || !ct_monitor_pending || count <= 0)
+        return PMPI_Testany(count, requests, index, flag, status);
+    mon_saved s;
+    MPI_Status own;
+    MPI_Status *st = mon_save(&s, count, requests, MPI_STATUSES_IGNORE);
+    MPI_Status *use = st && status == MPI_STATUS_IGNORE ? &own : status;
+    int rc = PMPI_Testany(count, requests, index, flag, use);
+    if (st) {
+        if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
+            ct_monitor_complete(s.req[*index], use);
+        mon_release(&s, MPI_STATUSES_IGNORE);
+    }
+    return rc;
 }
 
-int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                 MPI_Status statuses[])
+static int waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                    MPI_Status statuses[])
 {
     ct_nbc_drive(incount, requests, 0);
     int rc;
@@ -418,11 +545,53 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
     return rc;
 }
 
-int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                 MPI_Status statuses[])
+static int testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                    MPI_Status statuses[])
 {
     ct_nbc_drive(incount, requests, 0);
     return PMPI_Testsome(incount, requests, outcount, indices, statuses);
+}
+
+/* Waitsome and Testsome: statuses[k] belongs to requests[indices[k]]. */
+static int some(int wait, int incount, MPI_Request requests[], int *outcount, int indices[],
+                MPI_Status statuses[])
+{
+    if (!ct_monitor_level || !ct_monitor_pending || incount <= 0)
+        return (wait ? waitsome : testsome)(incount, requests, outcount, indices, statuses);
+    mon_saved s;
+    MPI_Status *st = mon_save(&s, incount, requests, statuses);
+    int rc = (wait ? waitsome : testsome)(incount, requests, outcount, indices,
+                                          st ? st : statuses);
+    if (st) {
+        if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
+            for (int k = 0; k < *outcount; k++)
+                mon_complete(rc, s.req[indices[k]], &st[k]);
+        mon_release(&s, statuses);
+    }
+    return rc;
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
+    int rc = some(1, incount, requests, outcount, indices, statuses);
+    if (ct_monitor_level)
+        ct_monitor_time(ct_monitor_ticks() - t0);
+    return rc;
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    return some(0, incount, requests, outcount, indices, statuses);
+}
+
+int MPI_Request_free(MPI_Request *request)
+{
+    if (ct_monitor_pending)
+        ct_monitor_forget(*request); /* its receive will never be seen complete */
+    return PMPI_Request_free(request);
 }
 
 /* ---- Start and end: the progress thread ------------------------------- */
@@ -472,9 +641,9 @@ int MPI_Finalize(void)
         if (!ct_monitor_level)                                                              \
             return call;                                                                    \
         ct_monitor_send(comm, dest, count, type);                                           \
-        double t0_ = PMPI_Wtime();                                                          \
+        unsigned long long t0_ = ct_monitor_ticks();                                                          \
         int rc_ = call;                                                                     \
-        ct_monitor_time(PMPI_Wtime() - t0_);                                                \
+        ct_monitor_time(ct_monitor_ticks() - t0_);                                                \
         return rc_;                                                                         \
     } while (0)
 
@@ -522,18 +691,209 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MP
     MONITORED(PMPI_Ibsend(buf, count, t, dest, tag, comm, r), comm, dest, count, t);
 }
 
+/* ---- The receive side, for the monitor --------------------------------- */
+
+/* A blocking receive (or Sendrecv, counted as a send first): `status` is given a place
+ * when the caller ignores it, and the receive is counted from it. */
+#define MONITORED_RECV(call, comm, status)                                                  \
+    do {                                                                                    \
+        if (!ct_monitor_level)                                                              \
+            return call;                                                                    \
+        MPI_Status own_;                                                                    \
+        if (status == MPI_STATUS_IGNORE)                                                    \
+            status = &own_;                                                                 \
+        unsigned long long t0_ = ct_monitor_ticks();                                                          \
+        int rc_ = call;                                                                     \
+        ct_monitor_time(ct_monitor_ticks() - t0_);                                                \
+        if (rc_ == MPI_SUCCESS)                                                             \
+            ct_monitor_recv(comm, status);                                                  \
+        return rc_;                                                                         \
+    } while (0)
+
+/* A non-blocking receive: noted with its request, counted when it completes. */
+#define MONITORED_IRECV(call, comm, r)                                                      \
+    do {                                                                                    \
+        int rc_ = call;                                                                     \
+        if (ct_monitor_level >= CT_MON_COUNT && rc_ == MPI_SUCCESS)                         \
+            ct_monitor_post(comm, *r);                                                      \
+        return rc_;                                                                         \
+    } while (0)
+
 int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int stag, void *rbuf,
                  int rcount, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
                  MPI_Status *status)
 {
-    MONITORED(PMPI_Sendrecv(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag, comm,
-                            status),
-              comm, dest, scount, st);
+    if (ct_monitor_level)
+        ct_monitor_send(comm, dest, scount, st);
+    MONITORED_RECV(PMPI_Sendrecv(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
+                                 comm, status),
+                   comm, status);
 }
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int stag, int src,
                          int rtag, MPI_Comm comm, MPI_Status *status)
 {
-    MONITORED(PMPI_Sendrecv_replace(buf, count, t, dest, stag, src, rtag, comm, status), comm,
-              dest, count, t);
+    if (ct_monitor_level)
+        ct_monitor_send(comm, dest, count, t);
+    MONITORED_RECV(PMPI_Sendrecv_replace(buf, count, t, dest, stag, src, rtag, comm, status),
+                   comm, status);
 }
+
+int MPI_Recv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
+             MPI_Status *status)
+{
+    MONITORED_RECV(PMPI_Recv(buf, count, t, src, tag, comm, status), comm, status);
+}
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
+              MPI_Request *r)
+{
+    MONITORED_IRECV(PMPI_Irecv(buf, count, t, src, tag, comm, r), comm, r);
+}
+
+/* A matched probe takes the message off the queue for this rank: it is counted here, and
+ * MPI_Mrecv / MPI_Imrecv (which name no communicator) are left alone. */
+int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status)
+{
+    MONITORED_RECV(PMPI_Mprobe(src, tag, comm, message, status), comm, status);
+}
+
+int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *message,
+                MPI_Status *status)
+{
+    if (!ct_monitor_level)
+        return PMPI_Improbe(src, tag, comm, flag, message, status);
+    MPI_Status own;
+    if (status == MPI_STATUS_IGNORE)
+        status = &own;
+    int rc = PMPI_Improbe(src, tag, comm, flag, message, status);
+    if (rc == MPI_SUCCESS && *flag)
+        ct_monitor_recv(comm, status);
+    return rc;
+}
+
+/* MPI 4's Isendrecv (Open MPI 5 has it while saying MPI 3.1) and the large-count (_c)
+ * variants, which mpi4py calls when the MPI has them. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+int MPI_Isendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int stag, void *rbuf,
+                  int rcount, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
+                  MPI_Request *r)
+{
+    if (ct_monitor_level)
+        ct_monitor_send(comm, dest, scount, st);
+    MONITORED_IRECV(PMPI_Isendrecv(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
+                                   comm, r),
+                    comm, r);
+}
+
+int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int stag, int src,
+                          int rtag, MPI_Comm comm, MPI_Request *r)
+{
+    if (ct_monitor_level)
+        ct_monitor_send(comm, dest, count, t);
+    MONITORED_IRECV(PMPI_Isendrecv_replace(buf, count, t, dest, stag, src, rtag, comm, r), comm,
+                    r);
+}
+#endif
+
+#if MPI_VERSION >= 4
+int MPI_Send_c(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag,
+               MPI_Comm comm)
+{
+    MONITORED(PMPI_Send_c(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Ssend_c(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag,
+                MPI_Comm comm)
+{
+    MONITORED(PMPI_Ssend_c(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Rsend_c(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag,
+                MPI_Comm comm)
+{
+    MONITORED(PMPI_Rsend_c(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Bsend_c(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag,
+                MPI_Comm comm)
+{
+    MONITORED(PMPI_Bsend_c(buf, count, t, dest, tag, comm), comm, dest, count, t);
+}
+
+int MPI_Isend_c(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag,
+                MPI_Comm comm, MPI_Request *r)
+{
+    MONITORED(PMPI_Isend_c(buf, count, t, dest, tag, comm, r), comm, dest, count, t);
+}
+
+int MPI_Issend_c(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag,
+                 MPI_Comm comm, MPI_Request *r)
+{
+    MONITORED(PMPI_Issend_c(buf, count, t, dest, tag, comm, r), comm, dest, count, t);
+}
+
+int MPI_Irsend_c(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag,
+                 MPI_Comm comm, MPI_Request *r)
+{
+    MONITORED(PMPI_Irsend_c(buf, count, t, dest, tag, comm, r), comm, dest, count, t);
+}
+
+int MPI_Ibsend_c(const void *buf, MPI_Count count, MPI_Datatype t, int dest, int tag,
+                 MPI_Comm comm, MPI_Request *r)
+{
+    MONITORED(PMPI_Ibsend_c(buf, count, t, dest, tag, comm, r), comm, dest, count, t);
+}
+
+int MPI_Sendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int dest, int stag,
+                   void *rbuf, MPI_Count rcount, MPI_Datatype rt, int src, int rtag,
+                   MPI_Comm comm, MPI_Status *status)
+{
+    if (ct_monitor_level)
+        ct_monitor_send(comm, dest, scount, st);
+    MONITORED_RECV(PMPI_Sendrecv_c(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
+                                   comm, status),
+                   comm, status);
+}
+
+int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype t, int dest, int stag,
+                           int src, int rtag, MPI_Comm comm, MPI_Status *status)
+{
+    if (ct_monitor_level)
+        ct_monitor_send(comm, dest, count, t);
+    MONITORED_RECV(PMPI_Sendrecv_replace_c(buf, count, t, dest, stag, src, rtag, comm, status),
+                   comm, status);
+}
+
+int MPI_Recv_c(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
+               MPI_Status *status)
+{
+    MONITORED_RECV(PMPI_Recv_c(buf, count, t, src, tag, comm, status), comm, status);
+}
+
+int MPI_Irecv_c(void *buf, MPI_Count count, MPI_Datatype t, int src, int tag, MPI_Comm comm,
+                MPI_Request *r)
+{
+    MONITORED_IRECV(PMPI_Irecv_c(buf, count, t, src, tag, comm, r), comm, r);
+}
+
+int MPI_Isendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int dest, int stag,
+                    void *rbuf, MPI_Count rcount, MPI_Datatype rt, int src, int rtag,
+                    MPI_Comm comm, MPI_Request *r)
+{
+    if (ct_monitor_level)
+        ct_monitor_send(comm, dest, scount, st);
+    MONITORED_IRECV(PMPI_Isendrecv_c(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
+                                     comm, r),
+                    comm, r);
+}
+
+int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype t, int dest, int stag,
+                            int src, int rtag, MPI_Comm comm, MPI_Request *r)
+{
+    if (ct_monitor_level)
+        ct_monitor_send(comm, dest, count, t);
+    MONITORED_IRECV(PMPI_Isendrecv_replace_c(buf, count, t, dest, stag, src, rtag, comm, r),
+                    comm, r);
+}
+#endif

@@ -1,6 +1,7 @@
 #include "monitor.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,8 +25,13 @@ _Thread_local int ct_monitor_in_collective;
 static int world_size, world_rank;
 static uint64_t *msgs[2], *bytes[2], *hist[2];
 static uint64_t total_msgs[2], total_bytes[2];
+/* The receive side, per source (world rank), same two layers. */
+static uint64_t *rmsgs[2], *rbytes[2];
+static uint64_t total_rmsgs[2], total_rbytes[2];
+static uint64_t untracked; /* non-blocking receives the pending table had no room for */
 static uint64_t native_calls[CT_NCOLL], native_bytes[CT_NCOLL];
-static double mpi_seconds, start_time;
+static double start_time;
+static unsigned long long mpi_ticks, start_ticks;
 static MPI_Group world_group;
 
 /* Hardware counters and energy, or why not. */
@@ -118,7 +124,9 @@ void ct_monitor_init(void)
         msgs[k] = calloc((size_t)world_size, sizeof **msgs);
         bytes[k] = calloc((size_t)world_size, sizeof **bytes);
         hist[k] = calloc((size_t)world_size * HIST_BINS, sizeof **hist);
-        if (!msgs[k] || !bytes[k] || !hist[k]) {
+        rmsgs[k] = calloc((size_t)world_size, sizeof **rmsgs);
+        rbytes[k] = calloc((size_t)world_size, sizeof **rbytes);
+        if (!msgs[k] || !bytes[k] || !hist[k] || !rmsgs[k] || !rbytes[k]) {
             fprintf(stderr, "colltune: monitor: out of memory; monitoring is off\n");
             ct_monitor_level = CT_MON_OFF;
             return;
@@ -127,6 +135,7 @@ void ct_monitor_init(void)
     open_counters();
     open_energy();
     start_time = PMPI_Wtime();
+    start_ticks = ct_monitor_ticks();
 }
 
 /* The world ranks of a communicator's ranks (remote ones for an
@@ -186,15 +195,11 @@ static int world_of(MPI_Comm comm, int dest)
 
 static int log2_bin(uint64_t n)
 {
-    int b = 0;
-    while (n > 1 && b < HIST_BINS - 1) {
-        n >>= 1;
-        b++;
-    }
-    return b;
+    int b = n > 1 ? 63 - __builtin_clzll(n) : 0;
+    return b < HIST_BINS - 1 ? b : HIST_BINS - 1;
 }
 
-void ct_monitor_send(MPI_Comm comm, int dest, int count, MPI_Datatype type)
+void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type)
 {
     if (ct_monitor_level < CT_MON_COUNT || dest < 0 || dest == MPI_PROC_NULL)
         return;
@@ -214,6 +219,128 @@ void ct_monitor_send(MPI_Comm comm, int dest, int count, MPI_Datatype type)
         hist[k][(size_t)w * HIST_BINS + (size_t)log2_bin(n)]++;
 }
 
+/* ---- The receive side ---------------------------------------------------------- */
+
+/* ranks: the communicator's world ranks as world_ranks() keeps them, NULL for
+ * MPI_COMM_WORLD. */
+static void count_recv(const int *ranks, int k, const MPI_Status *st)
+{
+    int src = st->MPI_SOURCE;
+    if (src < 0 || src == MPI_PROC_NULL)
+        return; /* from MPI_PROC_NULL: no message */
+    MPI_Count n = 0;
+    /* the status holds the size in bytes in both MPICH and Open MPI: MPI_BYTE reads it
+     * whatever the receive's datatype was */
+    if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0)
+        n = 0;
+    total_rmsgs[k]++;
+    total_rbytes[k] += (uint64_t)n;
+    if (ct_monitor_level < CT_MON_PEERS)
+        return;
+    int w = src;
+    if (ranks)
+        w = src < ranks[0] ? ranks[1 + src] : -1;
+    if (w < 0 || w >= world_size)
+        return;
+    rmsgs[k][w]++;
+    rbytes[k][w] += (uint64_t)n;
+}
+
+void ct_monitor_recv(MPI_Comm comm, const MPI_Status *status)
+{
+    if (ct_monitor_level < CT_MON_COUNT)
+        return;
+    const int *ranks = NULL;
+    if (comm != MPI_COMM_WORLD && ct_monitor_level >= CT_MON_PEERS &&
+        !(ranks = world_ranks(comm)))
+        return;
+    count_recv(ranks, ct_monitor_in_collective != 0, status);
+}
+
+/* Pending non-blocking receives: open addressing over PEND_SLOTS keys. A receive probes
+ * at most PEND_PROBE slots from its hash, so a lookup reads a bounded run (two cache
+ * lines) and a slot can be emptied on completion without tombstones. Key 0 is a free
+ * slot: no MPICH handle nor Open MPI pointer is 0. */
+enum { PEND_SLOTS = 4096, PEND_PROBE = 16 };
+static _Atomic uintptr_t pend_key[PEND_SLOTS + PEND_PROBE];
+static const int *pend_ranks[PEND_SLOTS + PEND_PROBE];
+static unsigned char pend_layer[PEND_SLOTS + PEND_PROBE];
+_Atomic int ct_monitor_pending;
+
+static uintptr_t req_key(MPI_Request req)
+{
+    uintptr_t key = 0;
+    memcpy(&key, &req, sizeof req < sizeof key ? sizeof req : sizeof key);
+    return key;
+}
+
+static size_t req_slot(uintptr_t key)
+{
+    uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull; /* Fibonacci hashing */
+    return (size_t)(h >> 52) & (PEND_SLOTS - 1);
+}
+
+void ct_monitor_post(MPI_Comm comm, MPI_Request req)
+{
+    if (ct_monitor_level < CT_MON_COUNT || req == MPI_REQUEST_NULL)
+        return;
+    const int *ranks = NULL;
+    if (comm != MPI_COMM_WORLD && ct_monitor_level >= CT_MON_PEERS &&
+        !(ranks = world_ranks(comm)))
+        return;
+    uintptr_t key = req_key(req);
+    size_t h = req_slot(key);
+    for (size_t i = h; i < h + PEND_PROBE; i++) {
+        uintptr_t free_key = 0;
+        if (atomic_load_explicit(&pend_key[i], memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong(&pend_key[i], &free_key, key)) {
+            pend_ranks[i] = ranks;
+            pend_layer[i] = (unsigned char)(ct_monitor_in_collective != 0);
+            atomic_fetch_add_explicit(&ct_monitor_pending, 1, memory_order_relaxed);
+            return;
+        }
+    }
+    untracked++;
+}
+
+/* The slot holding key, emptied; -1 when none does. */
+static long take(uintptr_t key, const int **ranks, int *layer)
+{
+    size_t h = req_slot(key);
+    for (size_t i = h; i < h + PEND_PROBE; i++)
+        if (atomic_load_explicit(&pend_key[i], memory_order_acquire) == key) {
+            *ranks = pend_ranks[i];
+            *layer = pend_layer[i];
+            uintptr_t k = key;
+            if (!atomic_compare_exchange_strong(&pend_key[i], &k, 0))
+                continue; /* another thread completed the same handle */
+            atomic_fetch_sub_explicit(&ct_monitor_pending, 1, memory_order_relaxed);
+            return (long)i;
+        }
+    return -1;
+}
+
+int ct_monitor_complete(MPI_Request req, const MPI_Status *status)
+{
+    const int *ranks;
+    int layer;
+    if (req == MPI_REQUEST_NULL || take(req_key(req), &ranks, &layer) < 0)
+        return 0;
+    int cancelled = 0;
+    PMPI_Test_cancelled(status, &cancelled);
+    if (!cancelled && ct_monitor_level >= CT_MON_COUNT)
+        count_recv(ranks, layer, status);
+    return 1;
+}
+
+void ct_monitor_forget(MPI_Request req)
+{
+    const int *ranks;
+    int layer;
+    if (req != MPI_REQUEST_NULL)
+        take(req_key(req), &ranks, &layer);
+}
+
 void ct_monitor_native(int op, long long b)
 {
     if (ct_monitor_level < CT_MON_COUNT || op < 0 || op >= CT_NCOLL)
@@ -222,10 +349,12 @@ void ct_monitor_native(int op, long long b)
     native_bytes[op] += b > 0 ? (uint64_t)b : 0;
 }
 
-void ct_monitor_time(double seconds)
+void ct_monitor_time(unsigned long long ticks)
 {
-    if (ct_monitor_level >= CT_MON_COUNTERS)
-        mpi_seconds += seconds;
+    /* inside colltune's collectives (and on the progress thread) the enclosing call is
+     * timed already */
+    if (ct_monitor_level >= CT_MON_COUNTERS && !ct_monitor_in_collective)
+        mpi_ticks += ticks;
 }
 
 /* ---- The record ------------------------------------------------------------ */
@@ -250,8 +379,10 @@ void ct_monitor_finish(void)
     if (ct_monitor_level == CT_MON_OFF)
         return;
     double wall = PMPI_Wtime() - start_time;
+    unsigned long long run_ticks = ct_monitor_ticks() - start_ticks;
+    double mpi_seconds = run_ticks ? wall * ((double)mpi_ticks / (double)run_ticks) : 0;
     /* Per rank: scalars, then the matrices' rows. */
-    enum { NSCALAR = 8 + NCOUNTERS + 2 * CT_NCOLL };
+    enum { NEXTRA = 5, NSCALAR = 8 + NCOUNTERS + 2 * CT_NCOLL + NEXTRA };
     double scal[NSCALAR];
     long long counter[NCOUNTERS];
     for (int i = 0; i < NCOUNTERS; i++) {
@@ -275,13 +406,21 @@ void ct_monitor_finish(void)
         scal[8 + NCOUNTERS + i] = (double)native_calls[i];
         scal[8 + NCOUNTERS + CT_NCOLL + i] = (double)native_bytes[i];
     }
+    double *extra = scal + 8 + NCOUNTERS + 2 * CT_NCOLL;
+    extra[0] = (double)total_rmsgs[0];
+    extra[1] = (double)total_rbytes[0];
+    extra[2] = (double)total_rmsgs[1];
+    extra[3] = (double)total_rbytes[1];
+    extra[4] = (double)(untracked + (uint64_t)atomic_load(&ct_monitor_pending));
     int n = world_size, root = world_rank == 0;
     double *all_scal = root ? malloc(sizeof(double) * NSCALAR * (size_t)n) : NULL;
     PMPI_Gather(scal, NSCALAR, MPI_DOUBLE, all_scal, NSCALAR, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    uint64_t *rows[6] = {0};
-    uint64_t *mine[6] = {msgs[0], bytes[0], msgs[1], bytes[1], hist[0], hist[1]};
-    int widths[6] = {n, n, n, n, n * HIST_BINS, n * HIST_BINS};
-    int parts = ct_monitor_level >= CT_MON_SIZES ? 6 : ct_monitor_level >= CT_MON_PEERS ? 4 : 0;
+    enum { NPARTS = 10 };
+    uint64_t *rows[NPARTS] = {0};
+    uint64_t *mine[NPARTS] = {msgs[0],   bytes[0],  msgs[1],   bytes[1], rmsgs[0],
+                              rbytes[0], rmsgs[1], rbytes[1], hist[0],  hist[1]};
+    int widths[NPARTS] = {n, n, n, n, n, n, n, n, n * HIST_BINS, n * HIST_BINS};
+    int parts = ct_monitor_level >= CT_MON_SIZES ? 10 : ct_monitor_level >= CT_MON_PEERS ? 8 : 0;
     for (int k = 0; k < parts; k++) {
         rows[k] = root ? malloc(sizeof(uint64_t) * (size_t)widths[k] * (size_t)n) : NULL;
         PMPI_Gather(mine[k], widths[k], MPI_UINT64_T, rows[k], widths[k], MPI_UINT64_T, 0,
@@ -297,7 +436,7 @@ void ct_monitor_finish(void)
             fprintf(stderr, "colltune: monitor: cannot write %s: %s\n", tmp, strerror(errno));
         } else {
             static const char *const lv[] = {"off", "counters", "count", "peers", "sizes"};
-            fprintf(f, "{\"schema\":\"colltune-monitor\",\"schema_version\":1,\"level\":\"%s\","
+            fprintf(f, "{\"schema\":\"colltune-monitor\",\"schema_version\":2,\"level\":\"%s\","
                        "\"ranks\":%d,\"histogram_bins\":%d,", lv[ct_monitor_level], n,
                     HIST_BINS);
             fprintf(f, "\"counters_unavailable\":");
@@ -317,6 +456,7 @@ void ct_monitor_finish(void)
                            "\"app_bytes\":%.0f,\"coll_messages\":%.0f,\"coll_bytes\":%.0f,"
                            "\"energy_uj\":%s", r ? "," : "", r, s[0], s[1], s[2], s[3], s[4],
                         s[5], s[6] >= 0 ? "" : "null");
+                const double *x = s + 8 + NCOUNTERS + 2 * CT_NCOLL;
                 if (s[6] >= 0)
                     fprintf(f, "%.0f", s[6]);
                 for (int i = 0; i < NCOUNTERS; i++) {
@@ -326,6 +466,9 @@ void ct_monitor_finish(void)
                     else
                         fprintf(f, "null");
                 }
+                fprintf(f, ",\"recv_messages\":%.0f,\"recv_bytes\":%.0f,"
+                           "\"coll_recv_messages\":%.0f,\"coll_recv_bytes\":%.0f,"
+                           "\"untracked_receives\":%.0f", x[0], x[1], x[2], x[3], x[4]);
                 fprintf(f, ",\"native\":{");
                 for (int i = 0, first = 1; i < CT_NCOLL; i++) {
                     double calls = s[8 + NCOUNTERS + i];
@@ -338,8 +481,10 @@ void ct_monitor_finish(void)
                 fprintf(f, "}}");
             }
             fprintf(f, "]");
-            static const char *const names[6] = {"messages", "bytes", "coll_messages",
-                                                 "coll_bytes", "histogram", "coll_histogram"};
+            static const char *const names[NPARTS] = {
+                "messages",      "bytes",          "coll_messages",      "coll_bytes",
+                "recv_messages", "recv_bytes",     "coll_recv_messages", "coll_recv_bytes",
+                "histogram",     "coll_histogram"};
             for (int k = 0; k < parts; k++) {
                 fputc(',', f);
                 write_matrix(f, names[k], rows[k], n, widths[k], HIST_BINS);
@@ -352,7 +497,7 @@ void ct_monitor_finish(void)
         }
     }
     free(all_scal);
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < NPARTS; k++)
         free(rows[k]);
     for (int i = 0; i < NCOUNTERS; i++)
         if (perf_fd[i] >= 0)

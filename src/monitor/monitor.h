@@ -28,11 +28,45 @@ extern int ct_monitor_level;
 /* Reads COLLTUNE_MONITOR and prepares the arrays; after MPI_Init. */
 void ct_monitor_init(void);
 /* One message of count elements of type to rank dest of comm. */
-void ct_monitor_send(MPI_Comm comm, int dest, int count, MPI_Datatype type);
+void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type);
+
+/* ---- The receive side --------------------------------------------------------------
+ * A receive is counted when it completes, from its status (source and size): blocking
+ * receives and MPI_Mprobe/MPI_Improbe (a matched message is this rank's) at once; a
+ * non-blocking one (MPI_Irecv, MPI_Isendrecv) is noted at its post in a fixed-size table
+ * keyed by the request handle and counted when the wait and test family completes it. The
+ * table takes no lock (a slot is claimed by compare-and-swap) and never allocates. */
+
+/* Receives noted and not yet completed: when 0 the wait family skips the monitor. */
+extern _Atomic int ct_monitor_pending;
+
+/* A completed receive on comm with its status (MPI_SOURCE relative to comm). */
+void ct_monitor_recv(MPI_Comm comm, const MPI_Status *status);
+/* A non-blocking receive posted on comm, request *req. */
+void ct_monitor_post(MPI_Comm comm, MPI_Request req);
+/* Request `req` (its handle before completion) completed with status: counts it when it
+ * is a noted receive. Returns 1 when it was one. */
+int ct_monitor_complete(MPI_Request req, const MPI_Status *status);
+/* Request `req` freed or cancelled uncompleted: forgets it. */
+void ct_monitor_forget(MPI_Request req);
 /* One call of a native collective (op as ct_coll) moving bytes per rank. */
 void ct_monitor_native(int op, long long bytes);
-/* Time spent inside an intercepted MPI call. */
-void ct_monitor_time(double seconds);
+/* A cheap clock for the time in MPI: the TSC on x86-64 (invariant there; converted to
+ * seconds at MPI_Finalize against MPI_Wtime over the whole run), else MPI_Wtime in ns. */
+#if defined(__x86_64__)
+#include <x86intrin.h>
+static inline unsigned long long ct_monitor_ticks(void)
+{
+    return __rdtsc();
+}
+#else
+static inline unsigned long long ct_monitor_ticks(void)
+{
+    return (unsigned long long)(PMPI_Wtime() * 1e9);
+}
+#endif
+/* Ticks spent inside an intercepted MPI call. */
+void ct_monitor_time(unsigned long long ticks);
 /* Gathers and writes the record; before MPI_Finalize. */
 void ct_monitor_finish(void);
 

@@ -4,7 +4,11 @@
  * rank), an all-to-all by point-to-point (one 10-byte message to every other
  * rank), a one-to-many (rank 0 sends 1 KiB to every other rank), then one
  * MPI_Bcast of 4096 bytes from rank 0 (colltune's when forced) and one
- * MPI_Allreduce of 8 ints (native unless forced). Prints "patterns ok".
+ * MPI_Allreduce of 8 ints (native unless forced); then receives of other kinds: on
+ * communicators split by rank parity (in reverse order, so their ranks are not the
+ * world's), 8 bytes to the next rank by MPI_Issend, received by MPI_Irecv from
+ * MPI_ANY_SOURCE and completed through MPI_Waitany and MPI_Testsome; and 3 ints from
+ * rank 1 to rank 0 received by MPI_Mprobe and MPI_Mrecv. Prints "patterns ok".
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -43,7 +47,31 @@ int main(int argc, char **argv)
     MPI_Bcast(b, 4096, MPI_BYTE, 0, MPI_COMM_WORLD);
     int x[8] = {1, 1, 1, 1, 1, 1, 1, 1}, y[8];
     MPI_Allreduce(x, y, 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    int ok = got[0] == ((rank + n - 1) % n) * 1000 + 2 && b[4095] == 7 && y[7] == n;
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &half);
+    int hr, hn;
+    MPI_Comm_rank(half, &hr);
+    MPI_Comm_size(half, &hn);
+    double eight = rank, from_prev = -1;
+    if (hn > 1) {
+        MPI_Irecv(&from_prev, 1, MPI_DOUBLE, MPI_ANY_SOURCE, 70, half, &reqs[0]);
+        MPI_Issend(&eight, 1, MPI_DOUBLE, (hr + 1) % hn, 70, half, &reqs[1]);
+        int idx, outcount = 0, indices[2];
+        MPI_Waitany(2, reqs, &idx, MPI_STATUS_IGNORE);
+        while (outcount != MPI_UNDEFINED)
+            MPI_Testsome(2, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
+    }
+    MPI_Comm_free(&half);
+    int three[3] = {rank, rank, rank};
+    if (rank == 1)
+        MPI_Send(three, 3, MPI_INT, 0, 80, MPI_COMM_WORLD);
+    if (rank == 0 && n > 1) {
+        MPI_Message msg;
+        MPI_Mprobe(MPI_ANY_SOURCE, 80, MPI_COMM_WORLD, &msg, MPI_STATUS_IGNORE);
+        MPI_Mrecv(three, 3, MPI_INT, &msg, MPI_STATUS_IGNORE);
+    }
+    int ok = (rank != 0 || n < 2 || three[2] == 1) && (hn < 2 || from_prev >= 0) &&
+             got[0] == ((rank + n - 1) % n) * 1000 + 2 && b[4095] == 7 && y[7] == n;
     int all;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (rank == 0 && all)
