@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 # Benches that are not an operation's latencies: the report shows them in these sections.
-SPECIAL_BENCHES = ("probe", "p2p", "validate-model", "overlap", "tune", "monitor", "cholesky", "suite")
+SPECIAL_BENCHES = ("probe", "p2p", "validate-model", "overlap", "tune", "monitor", "cholesky",
+                   "suite")
 
 
 def p2p_section(data):
