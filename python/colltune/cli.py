@@ -21,6 +21,7 @@ from . import (
     probe,
     splittree,
     store_cli,
+    testbed,
     tune,
     validate,
 )
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.register(sub)
     monitor.register(sub)
     store_cli.register(sub)
+    testbed.register(sub)
     return parser
 
 
