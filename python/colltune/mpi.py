@@ -254,7 +254,7 @@ class Placement:
                 cmd += ["--prtemca", "oob_tcp_if_include", self.iface,
                         "--mca", "btl_tcp_if_include", self.iface]
             # shared memory inside a host, TCP between hosts
-            cmd += ["--mca", "pml", "ob1", "--mca", "btl", "self,sm,tcp"]
+            cmd += ["--mca", "pml", "ob1", "--mca", "btl", "self,sm,tcp", "--mca", "osc", "^ucx"]
             for name in dict.fromkeys([*export, *build.env,
                                        *self.launch_env(build.flavor)]):
                 cmd += ["-x", name]

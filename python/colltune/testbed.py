@@ -16,6 +16,7 @@ scripts/testbed-rsh.sh, a remote shell that enters a host's namespaces: MPICH's 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -195,6 +196,26 @@ def up(hosts: int, rate_bps: int | None = None, name: str = DEFAULT_NAME) -> dic
             pass
         raise
     return state
+
+
+@contextlib.contextmanager
+def running(hosts: int, rate_bps: int | None = None, name: str = DEFAULT_NAME):
+    """`with running(2) as state:` a test bed for the block, removed however it ends."""
+    state = up(hosts, rate_bps, name)
+    try:
+        yield state
+    finally:
+        down(name)
+
+
+def leftovers(name: str) -> list[str]:
+    """What of the bed named `name` exists now: namespaces, mounts, its run directory
+    (after `down`: nothing)."""
+    found = [f"netns {n}" for n in _our_netns(name)]
+    found += [f"mount {m}" for m in _our_mounts(name)]
+    if (run_dir() / name).exists():
+        found.append(f"directory {run_dir() / name}")
+    return found
 
 
 def tbf_args(rate_bps: int) -> list[str]:
