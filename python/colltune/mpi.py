@@ -269,6 +269,31 @@ class Placement:
         return cmd + program
 
 
+def add_host_arguments(p) -> None:
+    """--testbed / --hostfile / --ppn: an MPI-running verb's ranks over several hosts (the
+    same as $COLLTUNE_TESTBED, $COLLTUNE_HOSTFILE, $COLLTUNE_PPN, which every verb reads)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--testbed", nargs="?", const="1", default=None, metavar="NAME",
+                   help="run across the hosts of `colltune testbed up` (default bed: ctb)")
+    g.add_argument("--hostfile", default=None,
+                   help="run across the hosts of FILE (one `host[:slots]` a line)")
+    p.add_argument("--ppn", type=int, default=None,
+                   help="ranks per host with --testbed/--hostfile (default: 2 on the test "
+                        "bed, the hostfile's slots)")
+
+
+def apply_host_arguments(args) -> None:
+    """Hands --testbed/--hostfile/--ppn on as the environment MPIBuild.select reads (and the
+    programs colltune starts inherit)."""
+    if getattr(args, "testbed", None):
+        os.environ["COLLTUNE_TESTBED"] = args.testbed
+        os.environ.setdefault("COLLTUNE_PPN", "2")
+    if getattr(args, "hostfile", None):
+        os.environ["COLLTUNE_HOSTFILE"] = args.hostfile
+    if getattr(args, "ppn", None):
+        os.environ["COLLTUNE_PPN"] = str(args.ppn)
+
+
 def describe_library(library: str) -> dict:
     """Implementation and version from MPI_Get_library_version's first line."""
     m = re.search(r"Open MPI v(\S+?),", library)
