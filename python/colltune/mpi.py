@@ -196,11 +196,12 @@ class Placement:
             line = line.split("#", 1)[0].strip()
             if not line:
                 continue
-            m = re.fullmatch(r"([^\s:]+)(?::(\d+)|\s+slots\s*=\s*(\d+))?(?:\s.*)?", line)
+            m = re.fullmatch(r"([^\s:=]+)(?::(\d+))?((?:\s+\w+\s*=\s*\S+)*)", line)
             if not m:
                 raise MPIError(f"{path}: not a host line: {line!r}")
             hosts.append(m.group(1))
-            n = m.group(2) or m.group(3)
+            kv = re.search(r"\bslots\s*=\s*(\d+)", m.group(3))
+            n = m.group(2) or (kv.group(1) if kv else None)
             if n:
                 slots.append(int(n))
         if not hosts:

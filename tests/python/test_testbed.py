@@ -165,3 +165,54 @@ def test_refuses_clearly_without_root():
                          env=os.environ)
     assert out.returncode == 2
     assert "needs root" in out.stderr
+
+
+LIMIT_BPS = 10**9
+PROBE_BED = "ctbp"
+
+
+def test_probe_and_p2p_find_the_layer_between_hosts(tmp_path):
+    """Must-show 2: on 2 hosts x 2 ranks with 1 Gbit/s links the probe finds one layer
+    inside a host and one between hosts, whose bandwidth at 16 MiB is within 20 % of the
+    limit (tbf caps it from above; the 20 % below leaves room for TCP/IP headers and a
+    busy machine); p2p measures a pair on each layer and marks the one between hosts."""
+    mpi = MPIS[0]
+    testbed.down(PROBE_BED)
+    env = {"COLLTUNE_DB": str(tmp_path / "ct.db")}
+    with testbed.running(2, LIMIT_BPS, PROBE_BED):
+        machine = tmp_path / "machine.json"
+        out = subprocess.run([sys.executable, "-m", "colltune.cli", "probe", "--quick",
+                              "--parts", "comm", "--mpi", mpi, "--testbed", PROBE_BED,
+                              "--ppn", "2", "--no-record", "-o", str(machine)],
+                             capture_output=True, text=True, timeout=600,
+                             env={**os.environ, **env})
+        assert out.returncode == 0, out.stderr[-3000:]
+        doc = json.loads(machine.read_text())
+        layers = doc["comm_layers"]
+        assert [la["between_hosts"] for la in layers] == [False, True]
+        inside, between = layers
+        assert inside["hosts"][0] == inside["hosts"][1]
+        assert sorted(between["hosts"]) == [f"{PROBE_BED}-h0", f"{PROBE_BED}-h1"]
+        assert len(between["pairs"]) == 4 and len(inside["pairs"]) == 2
+        hosts = doc["comm"]["placement"]["rank_hosts"]
+        assert all(hosts[a] != hosts[b] for a, b in between["pairs"])
+        big = [p for p in between["bandwidth"] if p["size_bytes"] == 16 << 20]
+        assert big, between["bandwidth"]
+        limit_mbps = LIMIT_BPS / 8 / 1e6
+        assert 0.8 * limit_mbps <= big[0]["bandwidth_MBps"] <= 1.2 * limit_mbps
+
+        p2p = tmp_path / "p2p.json"
+        out = subprocess.run([sys.executable, "-m", "colltune.cli", "p2p", "--quick",
+                              "--machine", str(machine), "--mpi", mpi, "--testbed", PROBE_BED,
+                              "--max-size", "4K", "--no-record", "-o", str(p2p)],
+                             capture_output=True, text=True, timeout=600,
+                             env={**os.environ, **env})
+        assert out.returncode == 0, out.stderr[-3000:]
+        from colltune.p2p_schema import load
+
+        pdoc = load(p2p)
+        assert [la["between_hosts"] for la in pdoc["layers"]] == [False, True]
+        assert [la["hosts"] for la in pdoc["layers"]] == [inside["hosts"], between["hosts"]]
+        assert all(la["points"][-1]["size_bytes"] == 4096 for la in pdoc["layers"])
+        assert "between hosts" in out.stdout
+    assert_nothing_left(PROBE_BED)
