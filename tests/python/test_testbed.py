@@ -144,6 +144,9 @@ def test_killed_up_then_down_from_the_state_file():
     # a process left inside a host, as a crashed job would leave it
     stray = subprocess.Popen(["nsenter", f"--net=/run/netns/{OTHER}-h1", "sleep", "300"])
     try:
+        deadline = time.monotonic() + 20  # nsenter enters, then execs sleep
+        while testbed.netns_pids(f"{OTHER}-h1") != [stray.pid] and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert testbed.netns_pids(f"{OTHER}-h1") == [stray.pid]
         out = colltune("status", name=OTHER)
         assert out.returncode == 0 and f"{OTHER}-h1" in out.stdout
