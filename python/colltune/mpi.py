@@ -110,7 +110,7 @@ class MPIBuild:
         if crowded and self.flavor == "mpich":
             env.update(MPIR_CVAR_CH4_PROGRESS_THROTTLE="1",
                        MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT="4")
-        if crowded and self.flavor == "openmpi":
+        if crowded and self.placement and self.flavor == "openmpi":
             env.update(OMPI_MCA_mpi_yield_when_idle="1")
         return env
 
