@@ -302,6 +302,8 @@ def down(name: str = DEFAULT_NAME) -> list[str]:
     d = run_dir() / name
     if d.is_dir() and not errors:
         shutil.rmtree(d, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            run_dir().rmdir()  # only when no other bed is left in it
     if errors:
         raise TestbedError("could not remove " + "; ".join(errors))
     return removed
