@@ -23,6 +23,7 @@ from . import (
     splittree,
     store_cli,
     suite,
+    testbed,
     tune,
     validate,
 )
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite.register(sub)
     store_cli.register(sub)
     cholesky.register(sub)
+    testbed.register(sub)
     return parser
 
 

@@ -50,6 +50,8 @@ class MPIBuild:
     build_dir: Path
     mpiexec: str
     env: dict[str, str] = field(default_factory=dict)
+    # Several hosts (the test bed or a hostfile): where the ranks go; None: this machine.
+    placement: Placement | None = None
 
     @classmethod
     def select(cls, name: str | None = None) -> MPIBuild:
@@ -70,7 +72,8 @@ class MPIBuild:
         if os.geteuid() == 0:
             # Open MPI refuses root unless told; harmless for MPICH.
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-        return cls(name=name, build_dir=build_dir, mpiexec=mpiexec, env=env)
+        return cls(name=name, build_dir=build_dir, mpiexec=mpiexec, env=env,
+                   placement=Placement.from_environment())
 
     @cached_property
     def flavor(self) -> str:
@@ -100,16 +103,28 @@ class MPIBuild:
         the ranks that hold the data, so its progress loop is told to yield (results are the
         same; such timings mean little anyway)."""
         env = dict(self.env)
-        if nranks > (os.cpu_count() or 1) and self.flavor == "mpich":
+        crowded = nranks > (os.cpu_count() or 1)
+        if self.placement:
+            env.update(self.placement.launch_env(self.flavor))
+            crowded = self.placement.same_machine and crowded
+        if crowded and self.flavor == "mpich":
             env.update(MPIR_CVAR_CH4_PROGRESS_THROTTLE="1",
                        MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT="4")
+        if crowded and self.placement and self.flavor == "openmpi":
+            env.update(OMPI_MCA_mpi_yield_when_idle="1")
         return env
 
     def launch_command(self, nranks: int, program: list[str], bind: bool = True,
-                       export: tuple[str, ...] = ()) -> list[str]:
+                       export: tuple[str, ...] = (),
+                       hosts: list[str] | None = None) -> list[str]:
         """mpiexec command line for nranks ranks, pinned one per core when they fit.
         `export` names environment variables the ranks must see (MPICH's launcher passes
-        the whole environment; Open MPI's only what it is told)."""
+        the whole environment; Open MPI's only what it is told). With a placement (several
+        hosts) the ranks are spread over its hosts, `ppn` a host, or on `hosts` (one host
+        name per rank) when given."""
+        if self.placement:
+            return self.placement.command(self, nranks, program, bind=bind, export=export,
+                                          hosts=hosts)
         cmd = [self.mpiexec, "-n", str(nranks)]
         if self.flavor == "openmpi":
             for name in export:
@@ -134,6 +149,150 @@ class MPIBuild:
         lib = ctypes.CDLL(str(self.tool("libcolltune.so")))
         lib.ct_registry_json.restype = ctypes.c_char_p
         return json.loads(lib.ct_registry_json().decode())
+
+
+@dataclass
+class Placement:
+    """Ranks spread over several hosts: the test bed's emulated hosts (colltune.testbed) or
+    a real cluster's hosts from a hostfile. `rsh`: the remote shell the launcher uses (the
+    test bed's namespace wrapper; None: the MPI's default, ssh); `iface`: the network
+    interface MPI must use between hosts (None: the MPI's choice); `prefix`: what runs
+    mpiexec itself (the test bed: inside its first host); `same_machine`: every host is
+    this machine (the test bed), so all ranks share its cores."""
+
+    hosts: list[str]
+    ppn: int
+    rsh: str | None = None
+    iface: str | None = None
+    prefix: list[str] = field(default_factory=list)
+    same_machine: bool = False
+    source: str = ""
+
+    @classmethod
+    def from_environment(cls) -> Placement | None:
+        """$COLLTUNE_TESTBED (a test bed's name, or 1 for the default one) or
+        $COLLTUNE_HOSTFILE, with $COLLTUNE_PPN ranks a host; None when neither is set."""
+        ppn = int(os.environ.get("COLLTUNE_PPN", "0") or 0) or None
+        bed = os.environ.get("COLLTUNE_TESTBED")
+        if bed:
+            from .testbed import placement
+
+            return placement(None if bed == "1" else bed, ppn)
+        hostfile = os.environ.get("COLLTUNE_HOSTFILE")
+        if hostfile:
+            return cls.from_hostfile(hostfile, ppn)
+        return None
+
+    @classmethod
+    def from_hostfile(cls, path: str, ppn: int | None = None) -> Placement:
+        """One host a line, `name`, `name:slots` or `name slots=N` (# comments); ppn: the
+        given one, else the smallest slot count, else 1."""
+        hosts, slots = [], []
+        try:
+            text = Path(path).read_text()
+        except OSError as e:
+            raise MPIError(f"cannot read the hostfile {path}: {e.strerror}") from e
+        for line in text.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if not line:
+                continue
+            m = re.fullmatch(r"([^\s:=]+)(?::(\d+))?((?:\s+\w+\s*=\s*\S+)*)", line)
+            if not m:
+                raise MPIError(f"{path}: not a host line: {line!r}")
+            hosts.append(m.group(1))
+            kv = re.search(r"\bslots\s*=\s*(\d+)", m.group(3))
+            n = m.group(2) or (kv.group(1) if kv else None)
+            if n:
+                slots.append(int(n))
+        if not hosts:
+            raise MPIError(f"{path}: no host")
+        return cls(hosts=hosts, ppn=ppn or (min(slots) if slots else 1), source=path)
+
+    def rank_hosts(self, nranks: int) -> list[str]:
+        """The host of each rank: ppn ranks on each host in turn."""
+        if nranks > len(self.hosts) * self.ppn:
+            raise MPIError(f"{nranks} ranks do not fit on {len(self.hosts)} host(s) x "
+                           f"{self.ppn} rank(s) a host")
+        return [self.hosts[r // self.ppn] for r in range(nranks)]
+
+    @property
+    def max_ranks(self) -> int:
+        return len(self.hosts) * self.ppn
+
+    def launch_env(self, flavor: str) -> dict[str, str]:
+        if not self.iface:
+            return {}
+        if flavor == "mpich":
+            # libfabric's TCP provider, on the hosts' interface only
+            return {"FI_PROVIDER": "tcp", "FI_TCP_IFACE": self.iface,
+                    "MPIR_CVAR_CH4_NETMOD": "ofi"}
+        return {}
+
+    def command(self, build: MPIBuild, nranks: int, program: list[str], *, bind: bool,
+                export: tuple[str, ...], hosts: list[str] | None) -> list[str]:
+        per_rank = hosts or self.rank_hosts(nranks)
+        if len(per_rank) != nranks:
+            raise MPIError(f"{nranks} ranks but {len(per_rank)} host names")
+        groups: list[list] = []  # [host, count] runs, in rank order
+        for h in per_rank:
+            if groups and groups[-1][0] == h:
+                groups[-1][1] += 1
+            else:
+                groups.append([h, 1])
+        hostlist = ",".join(f"{h}:{n}" for h, n in groups)
+        # The test bed's hosts share this machine's cores: per-host core binding would
+        # stack every host's first rank on core 0.
+        bind = bind and not self.same_machine
+        cmd = [*self.prefix, build.mpiexec]
+        if build.flavor == "openmpi":
+            cmd += ["--host", hostlist, "-n", str(nranks), "--map-by", "slot"]
+            cmd += ["--bind-to", "core"] if bind else ["--bind-to", "none"]
+            if self.same_machine:
+                cmd += ["--oversubscribe"]
+            if self.rsh:
+                cmd += ["--prtemca", "plm_ssh_agent", self.rsh]
+            if self.iface:
+                cmd += ["--prtemca", "oob_tcp_if_include", self.iface,
+                        "--mca", "btl_tcp_if_include", self.iface]
+            # shared memory inside a host, TCP between hosts
+            cmd += ["--mca", "pml", "ob1", "--mca", "btl", "self,sm,tcp", "--mca", "osc", "^ucx"]
+            for name in dict.fromkeys([*export, *build.env,
+                                       *self.launch_env(build.flavor)]):
+                cmd += ["-x", name]
+        else:
+            cmd += ["-hosts", hostlist, "-n", str(nranks)]
+            if self.rsh:
+                cmd += ["-launcher", "rsh", "-launcher-exec", self.rsh]
+            if self.iface:
+                cmd += ["-iface", self.iface]
+            if bind:
+                cmd += ["-bind-to", "core"]
+        return cmd + program
+
+
+def add_host_arguments(p) -> None:
+    """--testbed / --hostfile / --ppn: an MPI-running verb's ranks over several hosts (the
+    same as $COLLTUNE_TESTBED, $COLLTUNE_HOSTFILE, $COLLTUNE_PPN, which every verb reads)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--testbed", nargs="?", const="1", default=None, metavar="NAME",
+                   help="run across the hosts of `colltune testbed up` (default bed: ctb)")
+    g.add_argument("--hostfile", default=None,
+                   help="run across the hosts of FILE (one `host[:slots]` a line)")
+    p.add_argument("--ppn", type=int, default=None,
+                   help="ranks per host with --testbed/--hostfile (default: 2 on the test "
+                        "bed, the hostfile's slots)")
+
+
+def apply_host_arguments(args) -> None:
+    """Hands --testbed/--hostfile/--ppn on as the environment MPIBuild.select reads (and the
+    programs colltune starts inherit)."""
+    if getattr(args, "testbed", None):
+        os.environ["COLLTUNE_TESTBED"] = args.testbed
+        os.environ.setdefault("COLLTUNE_PPN", "2")
+    if getattr(args, "hostfile", None):
+        os.environ["COLLTUNE_HOSTFILE"] = args.hostfile
+    if getattr(args, "ppn", None):
+        os.environ["COLLTUNE_PPN"] = str(args.ppn)
 
 
 def describe_library(library: str) -> dict:

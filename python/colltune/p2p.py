@@ -24,7 +24,14 @@ from pathlib import Path
 
 from . import __version__
 from .machine import fingerprint
-from .mpi import MPIBuild, MPIError, describe_library, run_json_lines
+from .mpi import (
+    MPIBuild,
+    MPIError,
+    add_host_arguments,
+    apply_host_arguments,
+    describe_library,
+    run_json_lines,
+)
 from .p2p_schema import SCHEMA, SCHEMA_VERSION, switches, validate
 from .store import write_atomic
 
@@ -99,14 +106,14 @@ class P2PRun:
     """One `colltune p2p`: the document it fills (p2p.json) and the jobs that fill it."""
 
     def __init__(self, build: MPIBuild, quick: bool, machine: dict | None = None,
-                 progress: bool = True, log=None):
+                 progress: bool = True, log=None, max_bytes: int = MAX_BYTES):
         self.build = build
         self.quick = quick
         self.machine = machine
         self.progress = progress
         self.log = log or (lambda msg: print(msg, file=sys.stderr))
         self.s = settings(quick)
-        self.sizes = size_grid(self.s["per_octave"])
+        self.sizes = size_grid(self.s["per_octave"], max_bytes)
         self.commands: list[str] = []
         self.doc: dict = {
             "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "colltune_version": __version__,
@@ -127,11 +134,30 @@ class P2PRun:
         """One entry per layer to measure: layer number, pair of cores (None: unpinned) and
         the machine's latency for it."""
         layers = (self.machine or {}).get("comm_layers") or []
+        placement = self.build.placement
+        if layers and any(la.get("hosts") for la in layers):
+            # a probe across hosts: the representative is a pair of ranks on `hosts`
+            if placement is None:
+                raise P2PError("the machine file was probed across hosts: run p2p across "
+                               "them too (--testbed or --hostfile)")
+            pair = self._default_pair()
+            return [{"layer": int(la.get("layer", i)), "hosts": list(la["hosts"]),
+                     "between_hosts": bool(la.get("between_hosts")),
+                     "pair": _cores(la.get("representative_cores"), pair),
+                     "latency_us": la.get("latency_us")} for i, la in enumerate(layers)]
         if layers:
             return [{"layer": int(la.get("layer", i)), "pair": list(la["representative"]),
                      "latency_us": la.get("latency_us")} for i, la in enumerate(layers)]
         if self.machine is not None:
             self.warn("the machine file has no communication layers: measuring one pair")
+        if placement and len(placement.hosts) > 1:
+            # no probe: one pair inside the first host, one between the first two
+            pair = self._default_pair()
+            h0, h1 = placement.hosts[:2]
+            return [{"layer": 0, "hosts": [h0, h0], "between_hosts": False, "pair": pair,
+                     "latency_us": None},
+                    {"layer": 1, "hosts": [h0, h1], "between_hosts": True, "pair": pair,
+                     "latency_us": None}]
         return [{"layer": 0, "pair": self._default_pair(), "latency_us": None}]
 
     def _default_pair(self) -> list[int] | None:
@@ -151,7 +177,7 @@ class P2PRun:
                                           "no binding available") + "): pair is null")
         return None
 
-    def command(self, pair: list[int] | None) -> list[str]:
+    def command(self, pair: list[int] | None, hosts: list[str] | None = None) -> list[str]:
         tool = str(self.build.tool("ct_p2p"))
         args = [tool, "--sizes", ",".join(map(str, self.sizes)), "--iters",
                 str(self.s["iters"]), "--pending", ",".join(map(str, PENDING_COUNTS))]
@@ -160,7 +186,7 @@ class P2PRun:
         if self.quick:
             args.append("--quick")
         # pinned by ct_p2p itself when a pair is given; else by the launcher
-        return self.build.launch_command(2, args, bind=pair is None)
+        return self.build.launch_command(2, args, bind=pair is None, hosts=hosts)
 
     def run(self) -> dict:
         """Measure every layer; on Ctrl-C the document keeps what was measured
@@ -171,17 +197,19 @@ class P2PRun:
         self.doc["estimated_s"] = round(estimate, 1)
         self.log(f"colltune p2p: {'quick' if self.quick else 'full'} measurement with "
                  f"{self.build.name}, {len(self.sizes)} sizes from 1 B to "
-                 f"{MAX_BYTES >> 20} MiB, {len(plan)} layer(s): about {_clock(estimate)}")
+                 f"{_fmt(self.sizes[-1])}, {len(plan)} layer(s): about {_clock(estimate)}")
         env = self.build.launch_env(2)
         failures = []
         try:
             for entry in plan:
                 records: list[dict] = []
-                cmd = self.command(entry["pair"])
+                cmd = self.command(entry["pair"], entry.get("hosts"))
                 self.commands.append(shlex.join(cmd))
                 pair = entry["pair"]
                 label = (f"p2p layer {entry['layer']}"
-                         + (f" (cores {pair[0]}-{pair[1]})" if pair else ""))
+                         + (f" (cores {pair[0]}-{pair[1]})" if pair else "")
+                         + (f" {entry['hosts'][0]}-{entry['hosts'][1]}"
+                            if entry.get("hosts") else ""))
                 try:
                     _run_job(cmd, label, env, records, self.progress)
                 except P2PError as e:
@@ -221,13 +249,23 @@ class P2PRun:
         latency = entry["latency_us"]
         if latency is None:  # no machine file: the smallest message's one-way time
             latency = pts[0]["oneway_us"]
-        self.doc["layers"].append({"layer": entry["layer"], "pair": entry["pair"],
-                                   "latency_us": latency, "points": pts,
-                                   "switches": switches(pts)})
+        layer = {"layer": entry["layer"], "pair": entry["pair"], "latency_us": latency,
+                 "points": pts, "switches": switches(pts),
+                 "between_hosts": bool(entry.get("between_hosts"))}
+        if entry.get("hosts"):
+            layer["hosts"] = list(entry["hosts"])
+        self.doc["layers"].append(layer)
         if len(self.doc["layers"]) == 1:  # rank 0's local costs, once
             self.doc["local"] = {"sizes_bytes": [r["size_bytes"] for r in points],
                                  "copy_us": [r["copy_us"] for r in points],
                                  "reduce_us": [r["reduce_us"] for r in points]}
+
+
+def _cores(cores: list | None, default: list[int] | None) -> list[int] | None:
+    """The probe's cores of a representative pair when both were pinned, else `default`."""
+    if cores and len(cores) == 2 and all(isinstance(c, int) and c >= 0 for c in cores):
+        return list(cores)
+    return default
 
 
 def write_p2p_json(doc: dict, path: str | os.PathLike) -> None:
@@ -294,7 +332,10 @@ def summary(doc: dict) -> str:
     shown = {1, 64, 1 << 10, 8 << 10, 64 << 10, 512 << 10, 4 << 20, 16 << 20}
     for layer in doc["layers"]:
         pair = layer["pair"]
+        hosts = layer.get("hosts")
         lines.append(f"  layer {layer['layer']} ("
+                     + (f"between hosts {hosts[0]} and {hosts[1]}, " if layer.get(
+                         "between_hosts") else f"inside host {hosts[0]}, " if hosts else "")
                      + (f"cores {pair[0]}-{pair[1]}" if pair else "unpinned")
                      + (f", latency {layer['latency_us']:.2f} us" if layer["latency_us"]
                         is not None else "") + ")")
@@ -316,6 +357,21 @@ def summary(doc: dict) -> str:
     return "\n".join(lines)
 
 
+def _max_size(text: str) -> int:
+    from .commands import _size
+
+    value = _size(text)
+    if value > MAX_BYTES:
+        raise argparse.ArgumentTypeError(f"at most {MAX_BYTES >> 20}M")
+    return value
+
+
+def _fmt(n: int) -> str:
+    from .report import fmt_size
+
+    return fmt_size(n)
+
+
 def _clock(seconds: float) -> str:
     s = int(round(seconds))
     return f"{s} s" if s < 60 else f"{s // 60} min {s % 60:02d} s"
@@ -334,12 +390,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="machine.json whose comm_layers choose the pairs (default: cores 0-1)")
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
+    p.add_argument("--max-size", type=_max_size, default=MAX_BYTES,
+                   help="largest message (default 16M; e.g. 64K for a short check)")
+    add_host_arguments(p)
     p.set_defaults(func=cmd_p2p)
 
 
 def cmd_p2p(args: argparse.Namespace) -> int:
     from .machine_schema import MachineFileError
 
+    apply_host_arguments(args)
     try:
         build = MPIBuild.select(args.mpi)
         build.tool("ct_p2p")
@@ -358,7 +418,7 @@ def cmd_p2p(args: argparse.Namespace) -> int:
 
         store = Store.open()
         run = store.begin_run("p2p", sys.argv[1:], ranks=2)
-    p = P2PRun(build, args.quick, machine)
+    p = P2PRun(build, args.quick, machine, max_bytes=args.max_size)
     try:
         doc = p.run()
     except KeyboardInterrupt:

@@ -119,8 +119,13 @@ def _layer(layer, f, pending, need, number, value) -> None:
                                   for c in pair)), f + ".pair",
          "missing" if pair == "missing" else "not null or a [core, core] pair")
     number(layer, "latency_us", f + ".latency_us", null=True)
-    if "between_hosts" in layer:  # optional: the layer joins ranks of different hosts
-        need(isinstance(layer["between_hosts"], bool), f + ".between_hosts", "not a boolean")
+    # optional (older files lack them): absent means inside one host
+    need(isinstance(layer.get("between_hosts", False), bool), f + ".between_hosts",
+         "not a boolean")
+    hosts = layer.get("hosts")
+    need(hosts is None or (isinstance(hosts, list) and len(hosts) == 2
+                           and all(isinstance(h, str) and h for h in hosts)),
+         f + ".hosts", "not null or a [host, host] pair")
     points = layer.get("points")
     if need(isinstance(points, list), f + ".points", "missing or not a list"):
         previous = None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import os
 import shlex
 import sys
@@ -31,9 +32,9 @@ from pathlib import Path
 from . import __version__
 from .machine import fingerprint
 from .machine_schema import SCHEMA, SCHEMA_VERSION
-from .mpi import MPIBuild, MPIError, run_json_lines
+from .mpi import MPIBuild, MPIError, add_host_arguments, apply_host_arguments, run_json_lines
 from .probe_caches import analyze_curve, size_grid
-from .probe_cluster import bandwidth_groups, comm_layers, sharing_groups
+from .probe_cluster import bandwidth_groups, comm_layers, host_layers, sharing_groups
 from .probe_truth import compare, hwloc_caches, level_of, os_caches
 from .store import write_atomic
 
@@ -368,6 +369,9 @@ class Probe:
     def part_comm(self, xml_path: str | None) -> None:
         if self.build is None or self.mpi_error:
             raise ProbeError(self.mpi_error or "no MPI build")
+        if self.build.placement:
+            self.part_comm_hosts()
+            return
         n = len(self.cores)
         if n < 2:
             raise ProbeError("one core only: no pair to measure")
@@ -406,6 +410,8 @@ class Probe:
                             "mpi": self.mpi_description(),
                             "latency_matrix_us": matrix, "cores": self.cores,
                             "median_us": {f"{a}-{b}": v for (a, b), v in sorted(med.items())}}
+        for layer in layers:
+            layer["between_hosts"] = False
         self.doc["comm_layers"] = layers
         core_rank = {c: r for r, c in rank_core.items()}
         reps = ";".join(f"{core_rank.get(a, a)}-{core_rank.get(b, b)}"
@@ -422,6 +428,80 @@ class Probe:
                                   for r in recs if r.get("pair") == [ra, rb]]
         if xml_path:
             self.export_xml(matrix, xml_path)
+
+    def part_comm_hosts(self) -> None:
+        """The comm part across several hosts (mpi.Placement: the test bed or a hostfile):
+        one job of ppn ranks on every host; pairs, layers and representatives are ranks of
+        that job, and the layers inside a host and between hosts are found apart
+        (probe_cluster.host_layers)."""
+        pl = self.build.placement
+        n = pl.max_ranks
+        if n < 2:
+            raise ProbeError("one rank in all: no pair to measure")
+        tool = str(self.build.tool("ct_probe_comm"))
+        msg, msg_source = self.l1_bytes()
+        # The test bed's hosts share this machine's cores: ranks pinned one per core when
+        # they all fit, else left to the OS. On real hosts each host's ranks take its
+        # first ppn cores.
+        if pl.same_machine:
+            cores = self.cores[:n] if n <= len(self.cores) else None
+        else:
+            cores = [self.cores[r % pl.ppn] for r in range(n)] if pl.ppn <= len(
+                self.cores) else None
+        if cores is None:
+            self.warn(f"{n} ranks on {len(self.cores)} core(s): ranks not pinned")
+        # ct_probe_comm's waiting ranks sleep (quiet_barrier): MPICH's throttled progress,
+        # which would add its sleeps to every measured message, is not needed
+        env = {k: v for k, v in self.build.launch_env(n).items()
+               if not k.startswith("MPIR_CVAR_CH4_PROGRESS_THROTTLE")}
+
+        def launch(args, label):
+            extra = ["--cores", _csv(cores)] if cores else []
+            cmd = self.build.launch_command(n, [tool, *args, *extra], bind=cores is None)
+            return run_tool(cmd, label, env=env, timeout=900), cmd
+
+        recs, cmd = launch(["latency", "--bytes", str(msg), "--iters", str(self.s["lat_iters"]),
+                            "--reps", str(self.s["lat_reps"])],
+                           f"comm: latency of every pair, {len(pl.hosts)} hosts")
+        head = recs[0] if recs and "ranks" in recs[0] else {"ranks": []}
+        expected = pl.rank_hosts(n)
+        host = {r: (head["ranks"][r].get("host") if r < len(head["ranks"]) else None)
+                or expected[r] for r in range(n)}
+        core = {r["rank"]: (r["core"] if r.get("bound") else None) for r in head["ranks"]}
+        lat = {tuple(r["pair"]): r["latency_us"] for r in recs if "pair" in r}
+        med = {tuple(r["pair"]): r["median_us"] for r in recs if "pair" in r}
+        if not lat:
+            raise ProbeError("the latency job measured nothing")
+        if len(set(host.values())) < 2:
+            self.warn("every rank reported the same host: no layer between hosts")
+        # The test bed's hosts are one machine: pairs of the same kind differ by noise only
+        # (ranks sharing cores), so each kind is one layer; real hosts keep the clustering.
+        layers = host_layers(lat, host, tolerance=math.inf if pl.same_machine else 0.2)
+        if len(layers) == 2 and not layers[1]["latency_us"] > layers[0]["latency_us"]:
+            self.warn("the layer between hosts is not slower than the one inside a host")
+        matrix = [[0.0 if a == b else lat.get((min(a, b), max(a, b))) for b in range(n)]
+                  for a in range(n)]
+        self.doc["comm"] = {"message_bytes": msg, "message_size_source": msg_source,
+                            "ranks": head["ranks"], "command": shlex.join(cmd),
+                            "mpi": self.mpi_description(), "pairs_of": "ranks",
+                            "placement": {"hosts": pl.hosts, "ppn": pl.ppn, "source": pl.source,
+                                          "rank_hosts": [host[r] for r in range(n)]},
+                            "latency_matrix_us": matrix,
+                            "median_us": {f"{a}-{b}": v for (a, b), v in sorted(med.items())}}
+        self.doc["hosts"] = list(dict.fromkeys(host[r] for r in range(n)))
+        for layer in layers:
+            a, b = layer["representative"]
+            layer["representative_cores"] = [core.get(a), core.get(b)]
+        self.doc["comm_layers"] = layers
+        reps = ";".join(f"{a}-{b}" for a, b in (la["representative"] for la in layers))
+        recs, _ = launch(["bandwidth", "--pairs", reps, "--min", "1", "--max", str(16 * MiB),
+                          "--volume", str(self.s["bw_volume"]), "--reps", str(self.s["bw_reps"])],
+                         "comm: bandwidth per layer")
+        for layer in layers:
+            layer["bandwidth"] = [{"size_bytes": r["size"], "latency_us": r["latency_us"],
+                                   "median_us": r["median_us"], "iterations": r["iters"],
+                                   "bandwidth_MBps": r["bandwidth_MBps"]}
+                                  for r in recs if r.get("pair") == layer["representative"]]
 
     def export_xml(self, matrix: list[list[float | None]], path: str) -> None:
         values = [round((v or 0.0) * 1000.0, 1) for row in matrix for v in row]
@@ -580,9 +660,16 @@ def summary(doc: dict) -> str:
                             "; no contention"))
     for layer in doc.get("comm_layers") or []:
         peak = max((p["bandwidth_MBps"] for p in layer.get("bandwidth") or []), default=None)
-        lines.append(f"  comm layer {layer['layer']}: {layer['latency_us']:.2f} us "
+        where = f"cores {layer['representative']}"
+        if layer.get("hosts"):
+            where = (f"ranks {layer['representative']} on {' and '.join(layer['hosts'])}"
+                     if layer.get("between_hosts") else
+                     f"ranks {layer['representative']} on {layer['hosts'][0]}")
+        kind = (" between hosts" if layer.get("between_hosts") else
+                " inside a host" if layer.get("hosts") else "")
+        lines.append(f"  comm layer {layer['layer']}{kind}: {layer['latency_us']:.2f} us "
                      f"({fmt_size(doc['comm']['message_bytes'])} message), "
-                     f"{len(layer['pairs'])} pair(s), e.g. cores {layer['representative']}"
+                     f"{len(layer['pairs'])} pair(s), e.g. {where}"
                      + (f", up to {peak:.0f} MB/s" if peak else ""))
     for w in doc.get("disagreements") or []:
         lines.append(f"  differs from the OS: {w}")
@@ -619,6 +706,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cores", default=None, help="cores to probe, e.g. 0-3,8 (default: all)")
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
+    add_host_arguments(p)
     p.set_defaults(func=cmd_probe)
 
 
@@ -643,6 +731,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     except ValueError:
         print(f"colltune probe: --cores: not a core list: {args.cores}", file=sys.stderr)
         return 2
+    apply_host_arguments(args)
     build, mpi_error = _select_build(args.mpi)
     if build is None:
         print(f"colltune: {mpi_error}", file=sys.stderr)

@@ -60,6 +60,23 @@ def comm_layers(latency: dict[Pair, float], tolerance: float = 0.2) -> list[dict
     return layers
 
 
+def host_layers(latency: dict[Pair, float], host: dict[int, str],
+                tolerance: float = 0.2) -> list[dict]:
+    """Layers of a job spread over several hosts (pairs of ranks): the pairs inside a host
+    and the pairs between hosts are clustered apart, so that no layer mixes the two, then
+    numbered fastest first; each layer says `between_hosts` and the hosts of its
+    representative pair."""
+    inside = {p: v for p, v in latency.items() if host[p[0]] == host[p[1]]}
+    between = {p: v for p, v in latency.items() if host[p[0]] != host[p[1]]}
+    layers = ([{**la, "between_hosts": False} for la in comm_layers(inside, tolerance)]
+              + [{**la, "between_hosts": True} for la in comm_layers(between, tolerance)])
+    layers.sort(key=lambda la: (la["latency_us"], la["between_hosts"]))
+    for i, layer in enumerate(layers):
+        layer["layer"] = i
+        layer["hosts"] = [host[r] for r in layer["representative"]]
+    return layers
+
+
 def bandwidth_groups(pair_gbps: dict[Pair, float], reference_gbps: float,
                      tolerance: float = 0.15, no_contention: float = 0.9) -> list[dict]:
     """Pairs grouped by similar bandwidth per core when both copy at once, highest first.

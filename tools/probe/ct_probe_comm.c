@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "stats.h"
 #include "topo.h"
@@ -33,6 +34,22 @@ static const char *opt(int argc, char **argv, const char *name, const char *def)
     return def;
 }
 
+/* A barrier whose waiters sleep instead of polling: with more ranks than cores (colltune's
+ * test bed puts several emulated hosts on one machine) the ranks waiting for their turn
+ * must leave the cores to the pair being measured. */
+static void quiet_barrier(void)
+{
+    MPI_Request req;
+    int done = 0;
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    while (!done) {
+        struct timespec ts = {0, 50000};
+        nanosleep(&ts, NULL);
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    }
+}
+
 /* One-way latency (us) of `bytes` between ranks a and b, min and median over reps; called
  * by every rank (the others only wait at the barriers). */
 static void pingpong(int a, int b, char *buf, long bytes, int iters, int reps, double *best,
@@ -41,7 +58,7 @@ static void pingpong(int a, int b, char *buf, long bytes, int iters, int reps, d
     double t[64];
     if (reps > 64)
         reps = 64;
-    MPI_Barrier(MPI_COMM_WORLD);
+    quiet_barrier();
     for (int r = -1; r < reps; r++) { /* r = -1: warm-up */
         double t0 = MPI_Wtime();
         if (rank == a)
@@ -69,7 +86,15 @@ static void pingpong(int a, int b, char *buf, long bytes, int iters, int reps, d
     }
     if (rank == 0 && a != 0) {
         double v[2];
-        MPI_Recv(v, 2, MPI_DOUBLE, a, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Request req;
+        int done = 0;
+        MPI_Irecv(v, 2, MPI_DOUBLE, a, 9, MPI_COMM_WORLD, &req);
+        while (!done) { /* rank 0 waits for the pair without taking a core from it */
+            struct timespec ts = {0, 50000};
+            MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+            if (!done)
+                nanosleep(&ts, NULL);
+        }
         *best = v[0];
         *med = v[1];
     }
@@ -99,10 +124,18 @@ static void report_binding(int argc, char **argv)
             snprintf(msg, sizeof msg, "%s", why);
     }
     topo_current_cpus(cpus, sizeof cpus);
+    /* the host, so that pairs across hosts (colltune testbed, a hostfile) are told apart */
+    char host[MPI_MAX_PROCESSOR_NAME] = "";
+    int hlen = 0;
+    MPI_Get_processor_name(host, &hlen);
+    for (char *c = host; *c; c++)
+        if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
+            *c = '_';
     char line[600];
-    snprintf(line, sizeof line, "{\"rank\":%d,\"core\":%lld,\"cpus\":\"%s\",\"bound\":%s%s%s%s}",
-             rank, want, cpus, bound ? "true" : "false", msg[0] ? ",\"bind_error\":\"" : "",
-             msg, msg[0] ? "\"" : "");
+    snprintf(line, sizeof line,
+             "{\"rank\":%d,\"core\":%lld,\"cpus\":\"%s\",\"host\":\"%.200s\",\"bound\":%s%s%s%s}",
+             rank, want, cpus, host, bound ? "true" : "false",
+             msg[0] ? ",\"bind_error\":\"" : "", msg, msg[0] ? "\"" : "");
     char *all = rank == 0 ? malloc((size_t)nprocs * sizeof line) : NULL;
     MPI_Gather(line, sizeof line, MPI_CHAR, all, sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
     if (rank == 0) {
