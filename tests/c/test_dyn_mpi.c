@@ -364,16 +364,16 @@ static void in_flight(void)
 }
 
 /* A vector (every other int) at the origin, dense at the receivers; then dense
- * at the origin and a vector at the receivers. */
-static void noncontiguous(void)
+ * at the origin and a vector at the receivers (which forward from it); with
+ * the payload inline (300 ints) and in its own message (6000). */
+static void noncontiguous(int CNT)
 {
-    enum { CNT = 300 };
     MPI_Datatype vec;
     MPI_Type_vector(CNT, 1, 2, MPI_INT, &vec);
     MPI_Type_commit(&vec);
     for (int dir = 0; dir < 2; dir++) {
         ncases++;
-        int o = dir ? nprocs - 1 : 0, tag = 70000 + dir;
+        int o = dir ? nprocs - 1 : 0, tag = 70000 + 2 * CNT + dir;
         MPI_Request r;
         MPI_Status st;
         int *b = calloc(2 * CNT, sizeof(int));
@@ -643,7 +643,8 @@ int main(int argc, char **argv)
     shapes();
     grouping_off_and_late();
     in_flight();
-    noncontiguous();
+    noncontiguous(300);
+    noncontiguous(6000);
     if (threaded) {
         threads();
         background();
