@@ -710,6 +710,8 @@ int ct_dyn_data_create(void *buf, int count, MPI_Datatype type, ct_dyn_data **da
     int size, rc = PMPI_Type_size(type, &size);
     if (rc != MPI_SUCCESS)
         return rc;
+    if ((MPI_Count)size * count > INT_MAX)
+        return MPI_ERR_COUNT; /* forwarders count the payload in bytes, in an int */
     ct_dyn_data *d = calloc(1, sizeof *d);
     if (!d)
         return MPI_ERR_NO_MEM;
