@@ -616,13 +616,15 @@ int ct_dyn_progress(void)
     return (poll_hook() & CT_PROGRESS_MOVED) != 0;
 }
 
-/* Without the progress thread the calls themselves move the engine. */
+/* The calls move the engine themselves (they hold the lock already): without
+ * the thread that is the only progress; with it, an eager send completes and
+ * a message already here is taken without waiting for the thread's turn on a
+ * busy core. Then the thread is woken from its nap to watch what is left. */
 static void kick(void)
 {
-    if (dyn.threaded)
+    int r = poll_locked();
+    if (dyn.threaded && (r & CT_PROGRESS_BUSY))
         ct_progress_kick();
-    else
-        poll_locked();
 }
 
 /* ---- The API ------------------------------------------------------------ */

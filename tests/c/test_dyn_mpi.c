@@ -688,6 +688,7 @@ int main(int argc, char **argv)
         if (s.messages_sent || s.received)
             fail("counters not reset: %d sent %d received%.0d", (int)s.messages_sent,
                  (int)s.received, 0);
+        MPI_Barrier(half); /* everyone read its counters before anything is sent */
         if (hr == 0) {
             ct_dyn_data *d;
             ct_dyn_data_create(&v, 1, MPI_INT, &d);
