@@ -1,20 +1,30 @@
 /*
  * Dynamic broadcasts over MPI point-to-point (docs/DYNBCAST.md).
  *
- * Every dyn message is one MPI message on the private communicator's single
- * tag DYN_TAG: a header (origin, the (rank, tag) list of the subtree whose root
- * receives it, the payload size) followed by the payload. The receiver does not
- * know it is part of a broadcast, so the engine takes whatever arrives on
- * DYN_TAG with MPI_Improbe/MPI_Imrecv (sizes vary), forwards to the children
- * that the list gives, then hands the payload to the matching ct_dyn_irecv or
- * keeps it as unexpected. Sends are zero-copy: an MPI struct type over the
- * header and the user's buffer (origin) or the received payload (forwarder).
+ * A dyn message is a header (origin, the (rank, tag) list of the subtree whose
+ * root receives it, the payload size) on the private communicator's tag
+ * DYN_TAG, with the payload inside when it is small (up to dyn_inline bytes:
+ * one message, one latency) or else in a second message on DYN_DATA_TAG (the
+ * user's own type, no packing, and received straight into a posted receive's
+ * buffer: no staging copy). The receiver does not know it is part of a
+ * broadcast, so the engine takes whatever arrives on DYN_TAG with
+ * MPI_Improbe/MPI_Mrecv (sizes vary), forwards to the children that the list
+ * gives once the payload is whole, then completes the matching ct_dyn_irecv or
+ * keeps the data as unexpected. Inline sends are zero-copy too: an MPI struct
+ * type over the header and the user's buffer (origin) or the received payload
+ * (forwarder).
+ *
+ * Order: every dyn send of a rank is posted under dyn.lock, a header and its
+ * data message back to back, so a rank's data messages leave in the order of
+ * its headers; the receiver takes headers from one source in order (MPI's
+ * non-overtaking rule) and posts the data receive at once, under the lock. So
+ * one data tag suffices and the k-th data receive from s gets s's k-th data.
  *
  * One lock (dyn.lock) guards the whole engine: the posted receives, the
- * unexpected list, the requests in flight, the data objects' queues. MPI calls
- * made under it never block (Isend, Improbe, Imrecv, Testsome), so holding it
- * across them costs nothing but serialises the engine, which is one rank's
- * progress anyway.
+ * unexpected list, the requests in flight, the data objects' queues. The MPI
+ * calls made under it do not block, but for MPI_Mrecv of a header already
+ * matched (small: it is there, or about to be), so holding it across them
+ * serialises only this rank's engine.
  */
 #include "dyn.h"
 
@@ -28,12 +38,19 @@
 #include "../nbc/nbc.h"
 #include "colltune.h"
 
-enum { DYN_TAG = 1, DYN_MAGIC = 0x44594e31 /* "DYN1" */ };
+enum {
+    DYN_TAG = 1,
+    DYN_DATA_TAG = 2,
+    DYN_MAGIC = 0x44594e31, /* "DYN1" */
+    DYN_DATA_FOLLOWS = 1,   /* flags: the payload is the next message on DYN_DATA_TAG */
+    DYN_INLINE_DEFAULT = 16384
+};
 
 /* The header, in host byte order (a homogeneous MPI job); n (rank, tag) pairs
- * follow, the first being the receiver itself, then the payload at hdr_bytes(n). */
+ * follow, the first being the receiver itself, then (inline) the payload at
+ * hdr_bytes(n). */
 typedef struct dyn_hdr {
-    int32_t magic, origin, n, reserved;
+    int32_t magic, origin, n, flags;
     int64_t data_bytes;
 } dyn_hdr;
 
@@ -52,15 +69,6 @@ typedef struct dyn_greq {
     atomic_int rc;
 } dyn_greq;
 
-/* A received message: staging bytes shared by the forwards and the delivery. */
-typedef struct dyn_msg {
-    char *bytes;
-    size_t len;
-    int refs; /* forwards in flight + 1 while undelivered */
-    int origin, tag;
-    struct dyn_msg *next; /* unexpected list */
-} dyn_msg;
-
 typedef struct dyn_recv {
     dyn_greq *g;
     void *buf;
@@ -70,8 +78,24 @@ typedef struct dyn_recv {
     struct dyn_recv *next;
 } dyn_recv;
 
+/* A received message, shared by its forwards and its delivery. The payload is
+ * inline in hdr, in a staging buffer, or (large data whose receive was posted
+ * first) in that receive's buffer: into, completed once the forwards that read
+ * it have left. */
+typedef struct dyn_msg {
+    char *hdr;             /* as received: header, inline payload */
+    char *staging;
+    const char *payload;   /* inline or staging; NULL with into */
+    MPI_Count bytes;
+    dyn_recv *into;
+    int refs;              /* forwards in flight + 1 until delivered */
+    int origin, tag;
+    struct dyn_msg *next;  /* unexpected list */
+} dyn_msg;
+
 /* One send in flight: what to release and whom to complete when it is done. */
 typedef struct dyn_send {
+    int parts;     /* MPI sends not yet complete: 1 (inline), 2 (header, data) */
     dyn_msg *msg;  /* forwarded message: a reference (NULL at the origin) */
     void *hdr;     /* the header this send carries */
     int ng;
@@ -106,6 +130,7 @@ typedef struct reqvec {
 static struct {
     pthread_mutex_t lock;
     int on, rank, size, grouping, threaded;
+    long inline_max;
     MPI_Comm comm;
     dyn_recv *posted, **posted_tail;
     dyn_msg *unexpected, **unexpected_tail;
@@ -237,28 +262,41 @@ static int post_message(int origin, const int32_t *list, int n, const void *buf,
     char *h = calloc(1, hb);
     if (!h)
         return MPI_ERR_NO_MEM;
-    dyn_hdr hd = {DYN_MAGIC, origin, n, 0, (int64_t)bytes};
+    int apart = bytes > dyn.inline_max;
+    dyn_hdr hd = {DYN_MAGIC, origin, n, apart ? DYN_DATA_FOLLOWS : 0, (int64_t)bytes};
     memcpy(h, &hd, sizeof hd);
     memcpy(h + sizeof hd, list, 2 * sizeof(int32_t) * (size_t)n);
     s->hdr = h;
-    int bl[2] = {(int)hb, count};
-    MPI_Aint disp[2];
-    MPI_Datatype types[2] = {MPI_BYTE, type}, t;
-    PMPI_Get_address(h, &disp[0]);
-    PMPI_Get_address(buf, &disp[1]);
-    int rc = PMPI_Type_create_struct(count ? 2 : 1, bl, disp, types, &t);
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Type_commit(&t);
-    MPI_Request r = MPI_REQUEST_NULL;
-    if (rc == MPI_SUCCESS) {
-        rc = PMPI_Isend(MPI_BOTTOM, 1, t, list[0], DYN_TAG, dyn.comm, &r);
-        PMPI_Type_free(&t); /* MPI keeps it alive for the send in flight */
+    MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int rc;
+    if (apart) {
+        rc = PMPI_Isend(h, (int)hb, MPI_BYTE, list[0], DYN_TAG, dyn.comm, &r[0]);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Isend(buf, count, type, list[0], DYN_DATA_TAG, dyn.comm, &r[1]);
+    } else {
+        int bl[2] = {(int)hb, count};
+        MPI_Aint disp[2];
+        MPI_Datatype types[2] = {MPI_BYTE, type}, t;
+        PMPI_Get_address(h, &disp[0]);
+        PMPI_Get_address(buf, &disp[1]);
+        rc = PMPI_Type_create_struct(count ? 2 : 1, bl, disp, types, &t);
+        if (rc == MPI_SUCCESS)
+            rc = PMPI_Type_commit(&t);
+        if (rc == MPI_SUCCESS) {
+            rc = PMPI_Isend(MPI_BOTTOM, 1, t, list[0], DYN_TAG, dyn.comm, &r[0]);
+            PMPI_Type_free(&t); /* MPI keeps it alive for the send in flight */
+        }
     }
-    if (rc == MPI_SUCCESS)
-        rc = reqvec_push(&dyn.sends, r, s);
+    for (int i = 0; i < 2 && rc == MPI_SUCCESS; i++)
+        if (r[i] != MPI_REQUEST_NULL && (rc = reqvec_push(&dyn.sends, r[i], s)) == MPI_SUCCESS)
+            s->parts++;
     if (rc != MPI_SUCCESS) {
-        free(h);
-        s->hdr = NULL;
+        /* Half sent (only under a non-fatal error handler): s stays in flight
+         * and completes when the header has left; the caller keeps it. */
+        if (s->parts == 0) {
+            free(h);
+            s->hdr = NULL;
+        }
         return rc;
     }
     dyn.st.messages_sent++;
@@ -299,7 +337,7 @@ static int plain_send(ct_dyn_data *d, int dest, int tag, dyn_greq *g)
     s->data = d;
     int32_t list[2] = {dest, tag};
     int rc = post_message(dyn.rank, list, 1, d->buf, d->count, d->type, d->bytes, s);
-    if (rc != MPI_SUCCESS) {
+    if (rc != MPI_SUCCESS && s->parts == 0) {
         free(gs);
         free(s);
         return rc;
@@ -311,19 +349,31 @@ static int plain_send(ct_dyn_data *d, int dest, int tag, dyn_greq *g)
 
 /* ---- Receiving ---------------------------------------------------------- */
 
-static void msg_release(dyn_msg *m)
+static void complete_into(dyn_msg *m)
 {
-    if (--m->refs == 0) {
-        free(m->bytes);
-        free(m);
-    }
+    dyn_recv *r = m->into;
+    r->g->source = m->origin;
+    r->g->tag = m->tag;
+    r->g->bytes = m->bytes;
+    greq_done(r->g, MPI_SUCCESS);
+    free(r);
 }
 
+static void msg_release(dyn_msg *m)
+{
+    if (--m->refs > 0)
+        return;
+    if (m->into)
+        complete_into(m);
+    free(m->hdr);
+    free(m->staging);
+    free(m);
+}
+
+/* Copies m's payload into r's buffer and completes r. */
 static int deliver(dyn_recv *r, dyn_msg *m)
 {
-    const dyn_hdr *h = (const dyn_hdr *)(void *)m->bytes;
-    const char *payload = m->bytes + hdr_bytes(h->n);
-    MPI_Count bytes = h->data_bytes;
+    MPI_Count bytes = m->bytes;
     int size, d = 1, rc = PMPI_Type_size(r->type, &size);
     if (rc == MPI_SUCCESS && (MPI_Count)size * r->count < bytes)
         rc = MPI_ERR_TRUNCATE;
@@ -331,13 +381,13 @@ static int deliver(dyn_recv *r, dyn_msg *m)
         rc = dense(r->type, &d);
     if (rc == MPI_SUCCESS && bytes > 0) {
         if (d) {
-            memcpy(r->buf, payload, (size_t)bytes);
+            memcpy(r->buf, m->payload, (size_t)bytes);
         } else if (bytes > INT_MAX) {
             rc = MPI_ERR_COUNT;
         } else {
             int pos = 0;
-            rc = PMPI_Unpack(payload, (int)bytes, &pos, r->buf, (int)(bytes / size), r->type,
-                             MPI_COMM_SELF);
+            rc = PMPI_Unpack(m->payload, (int)bytes, &pos, r->buf, (int)(bytes / size),
+                             r->type, MPI_COMM_SELF);
         }
     }
     r->g->source = m->origin;
@@ -354,23 +404,44 @@ static int matches(int want_origin, int want_tag, int origin, int tag)
            (want_tag == MPI_ANY_TAG || want_tag == tag);
 }
 
-/* A message has arrived whole: forward it, then deliver or keep it. */
+/* The oldest posted receive that matches m (and can hold it when big), taken
+ * off the list; NULL if none. */
+static dyn_recv *take_posted(const dyn_msg *m, int need_room)
+{
+    for (dyn_recv **p = &dyn.posted; *p; p = &(*p)->next) {
+        dyn_recv *r = *p;
+        if (!matches(r->origin, r->tag, m->origin, m->tag))
+            continue;
+        if (need_room) {
+            int size;
+            if (PMPI_Type_size(r->type, &size) != MPI_SUCCESS || size == 0 ||
+                (MPI_Count)size * r->count < m->bytes || m->bytes % size)
+                return NULL; /* the staging path reports the error at delivery */
+        }
+        *p = r->next;
+        if (!*p)
+            dyn.posted_tail = p;
+        return r;
+    }
+    return NULL;
+}
+
+/* m's payload is whole: forward it, then deliver or keep it. */
 static int arrived(dyn_msg *m)
 {
-    const dyn_hdr *h = (const dyn_hdr *)(void *)m->bytes;
-    if (m->len < sizeof *h || h->magic != DYN_MAGIC || h->n < 1 ||
-        m->len != hdr_bytes(h->n) + (size_t)h->data_bytes) {
-        free(m->bytes);
-        free(m);
-        return MPI_ERR_OTHER;
+    const dyn_hdr *h = (const dyn_hdr *)(void *)m->hdr;
+    const int32_t *list = (const int32_t *)(const void *)(m->hdr + sizeof *h);
+    int n = h->n, rc = MPI_SUCCESS, size = 1;
+    const void *from = m->payload;
+    int count = (int)m->bytes;
+    MPI_Datatype type = MPI_BYTE;
+    if (m->into) { /* forward from the receive's buffer, in its own type */
+        from = m->into->buf;
+        type = m->into->type;
+        PMPI_Type_size(type, &size);
+        count = size ? (int)(m->bytes / size) : 0;
     }
-    const int32_t *list = (const int32_t *)(const void *)(m->bytes + sizeof *h);
-    int n = h->n, rc = MPI_SUCCESS;
     dyn.st.received++;
-    m->origin = h->origin;
-    m->tag = list[1];
-    m->refs = 1;
-    const char *payload = m->bytes + hdr_bytes(n);
     for (int first = top_pow2(n); first >= 1; first >>= 1) {
         int len = subtree_len(first, n);
         dyn_send *s = calloc(1, sizeof *s);
@@ -380,31 +451,81 @@ static int arrived(dyn_msg *m)
         }
         s->msg = m;
         m->refs++;
-        int r = post_message(h->origin, list + 2 * first, len, payload,
-                             (int)h->data_bytes, MPI_BYTE, h->data_bytes, s);
+        int r = post_message(m->origin, list + 2 * first, len, from, count, type, m->bytes, s);
         if (r != MPI_SUCCESS) {
             m->refs--;
-            free(s);
+            if (s->parts == 0)
+                free(s);
             rc = r;
             break;
         }
         dyn.st.forwarded++;
     }
-    for (dyn_recv **p = &dyn.posted; *p; p = &(*p)->next)
-        if (matches((*p)->origin, (*p)->tag, m->origin, m->tag)) {
-            dyn_recv *r = *p;
-            *p = r->next;
-            if (!*p)
-                dyn.posted_tail = p;
-            deliver(r, m);
-            msg_release(m);
-            return rc;
-        }
+    if (m->into) {
+        msg_release(m); /* completes the receive once the forwards have left */
+        return rc;
+    }
+    dyn_recv *r = take_posted(m, 0);
+    if (r) {
+        deliver(r, m);
+        msg_release(m);
+        return rc;
+    }
     dyn.st.unexpected++;
     m->next = NULL;
     *dyn.unexpected_tail = m;
     dyn.unexpected_tail = &m->next;
     return rc;
+}
+
+/* A header (with its inline payload, or announcing the data message) from
+ * source: inline, the message is whole; else the data receive is posted now,
+ * into the oldest matching receive if one is posted, else into staging. */
+static void header_arrived(char *b, MPI_Count len, int source)
+{
+    const dyn_hdr *h = (const dyn_hdr *)(void *)b;
+    int ok = len >= (MPI_Count)sizeof *h && h->magic == DYN_MAGIC && h->n >= 1 &&
+             h->data_bytes >= 0 && h->data_bytes <= INT_MAX;
+    int apart = ok && (h->flags & DYN_DATA_FOLLOWS);
+    if (ok)
+        ok = (MPI_Count)hdr_bytes(h->n) + (apart ? 0 : h->data_bytes) == len;
+    dyn_msg *m = ok ? calloc(1, sizeof *m) : NULL;
+    if (!m) { /* not ours or no memory: nothing sensible to do but drop it */
+        free(b);
+        return;
+    }
+    const int32_t *list = (const int32_t *)(const void *)(b + sizeof *h);
+    m->hdr = b;
+    m->bytes = h->data_bytes;
+    m->origin = h->origin;
+    m->tag = list[1];
+    m->refs = 1;
+    if (!apart) {
+        m->payload = b + hdr_bytes(h->n);
+        arrived(m);
+        return;
+    }
+    MPI_Request r = MPI_REQUEST_NULL;
+    int rc;
+    if ((m->into = take_posted(m, 1)) != NULL) {
+        int size;
+        PMPI_Type_size(m->into->type, &size);
+        rc = PMPI_Irecv(m->into->buf, (int)(m->bytes / size), m->into->type, source,
+                        DYN_DATA_TAG, dyn.comm, &r);
+    } else {
+        m->staging = malloc(m->bytes ? (size_t)m->bytes : 1);
+        m->payload = m->staging;
+        rc = m->staging ? PMPI_Irecv(m->staging, (int)m->bytes, MPI_BYTE, source, DYN_DATA_TAG,
+                                     dyn.comm, &r)
+                        : MPI_ERR_NO_MEM;
+    }
+    if (rc == MPI_SUCCESS)
+        rc = reqvec_push(&dyn.recvs, r, m);
+    if (rc != MPI_SUCCESS && m->into) {
+        greq_done(m->into->g, rc);
+        free(m->into);
+        m->into = NULL;
+    }
 }
 
 /* ---- The engine --------------------------------------------------------- */
@@ -423,22 +544,18 @@ static int poll_locked(void)
             break;
         MPI_Count len = 0;
         PMPI_Get_elements_x(&st, MPI_BYTE, &len);
-        dyn_msg *m = calloc(1, sizeof *m);
         char *b = malloc(len > 0 ? (size_t)len : 1);
-        MPI_Request r = MPI_REQUEST_NULL;
-        if (!m || !b || len > INT_MAX) {
-            /* Nowhere to put it: take it off the wire and drop it. */
+        moved = 1;
+        if (!b || len > INT_MAX) { /* nowhere to put it: take it off the wire, drop it */
             char dummy;
             PMPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-            free(m);
             free(b);
             continue;
         }
-        m->bytes = b;
-        m->len = (size_t)len;
-        PMPI_Imrecv(b, (int)len, MPI_BYTE, &msg, &r);
-        reqvec_push(&dyn.recvs, r, m);
-        moved = 1;
+        /* Blocking, but the message is matched and small (a header, or inline
+         * data): in order, so that the data receives are posted in order. */
+        PMPI_Mrecv(b, (int)len, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        header_arrived(b, len, st.MPI_SOURCE);
     }
     int outcount = 0;
     if (dyn.recvs.n) {
@@ -466,6 +583,8 @@ static int poll_locked(void)
         if (outcount > 0 && outcount != MPI_UNDEFINED) {
             for (int i = 0; i < outcount; i++) {
                 dyn_send *s = dyn.sends.what[dyn.sends.idx[i]];
+                if (--s->parts > 0)
+                    continue;
                 for (int k = 0; k < s->ng; k++)
                     greq_done(s->gs[k], MPI_SUCCESS);
                 if (s->msg)
@@ -497,13 +616,15 @@ int ct_dyn_progress(void)
     return (poll_hook() & CT_PROGRESS_MOVED) != 0;
 }
 
-/* Without the progress thread the calls themselves move the engine. */
+/* The calls move the engine themselves (they hold the lock already): without
+ * the thread that is the only progress; with it, an eager send completes and
+ * a message already here is taken without waiting for the thread's turn on a
+ * busy core. Then the thread is woken from its nap to watch what is left. */
 static void kick(void)
 {
-    if (dyn.threaded)
+    int r = poll_locked();
+    if (dyn.threaded && (r & CT_PROGRESS_BUSY))
         ct_progress_kick();
-    else
-        poll_locked();
 }
 
 /* ---- The API ------------------------------------------------------------ */
@@ -530,6 +651,8 @@ int ct_dyn_init(MPI_Comm comm)
     dyn.unexpected_tail = &dyn.unexpected;
     memset(&dyn.st, 0, sizeof dyn.st);
     dyn.threaded = threaded;
+    const char *e = getenv("COLLTUNE_DYN_INLINE");
+    dyn.inline_max = e && *e ? atol(e) : DYN_INLINE_DEFAULT;
     dyn.on = 1;
     pthread_mutex_unlock(&dyn.lock);
     ct_progress_set_hook(poll_hook);
@@ -589,6 +712,8 @@ int ct_dyn_data_create(void *buf, int count, MPI_Datatype type, ct_dyn_data **da
     int size, rc = PMPI_Type_size(type, &size);
     if (rc != MPI_SUCCESS)
         return rc;
+    if ((MPI_Count)size * count > INT_MAX)
+        return MPI_ERR_COUNT; /* forwarders count the payload in bytes, in an int */
     ct_dyn_data *d = calloc(1, sizeof *d);
     if (!d)
         return MPI_ERR_NO_MEM;
@@ -687,8 +812,10 @@ int ct_dyn_ready(ct_dyn_data *d)
                 r = post_message(dyn.rank, list + 2 * first, len, d->buf, d->count, d->type,
                                  d->bytes, s);
             }
-            if (r == MPI_SUCCESS) {
+            if (r == MPI_SUCCESS || (s && s->parts > 0)) {
                 d->inflight++;
+                if (r != MPI_SUCCESS)
+                    rc = r;
                 continue;
             }
             free(s);

@@ -15,7 +15,8 @@
  * 3. Late sends: half the destinations before ready (a tree), the rest after
  *    (plain sends), data checked and counts exact.
  * 4. In flight at once: every rank owns three data objects (different data,
- *    lists and tags) readied in reverse order while it receives everyone's.
+ *    lists and tags) readied in reverse order while it receives everyone's,
+ *    and a colltune ct_ibcast runs beside on the same progress thread.
  * 5. Non-contiguous types at both ends (vector at the origin, contiguous at the
  *    receiver and the reverse).
  * 6. Threads: four threads per rank post sends, readies and receives at once.
@@ -23,7 +24,9 @@
  *    node-shared memory, making no MPI or ct_ call, until every other
  *    destination has received and said so in that memory.
  * At the end, every rank received exactly as many messages as the cases sent it
- * (nothing twice) and ct_dyn_finalize finds nothing left over.
+ * (nothing twice) and ct_dyn_finalize finds nothing left over; then the layer
+ * starts again on a split communicator (its ranks, counters from zero, a second
+ * init refused) for one broadcast.
  *
  * Usage: test_dyn_mpi [--no-thread]  (--no-thread: no progress thread,
  * COLLTUNE_PROGRESS=off; the engine moves inside the test's calls and the
@@ -334,6 +337,13 @@ static void in_flight(void)
             }
         }
     expect_received += nr;
+    /* A colltune non-blocking bcast in flight beside them, on the same
+     * progress thread. */
+    int nb[CNT];
+    MPI_Request nbreq;
+    for (int i = 0; i < CNT; i++)
+        nb[i] = rank == 0 ? value(0, 1, i) : -1;
+    ct_ibcast(nb, CNT, MPI_INT, 0, MPI_COMM_WORLD, NULL, &nbreq);
     for (int j = 0; j < D; j++) {
         sb[j] = malloc(sizeof(int) * CNT);
         ct_dyn_data_create(sb[j], CNT, MPI_INT, &data[j]);
@@ -347,6 +357,10 @@ static void in_flight(void)
     }
     ct_waitall(ns, sreq, MPI_STATUSES_IGNORE);
     ct_waitall(nr, rreq, MPI_STATUSES_IGNORE);
+    ct_wait(&nbreq, MPI_STATUS_IGNORE);
+    for (int i = 0, bad = 0; i < CNT && !bad; i++)
+        if ((bad = nb[i] != value(0, 1, i)))
+            fail("in flight: the ct_ibcast beside got %d at %d%.0d", nb[i], i, 0);
     for (int i = 0; i < nr; i++) {
         int base = rtag[i] - (rtag[i] - 90000) % MAXK, bad = 0;
         for (int x = 0; x < CNT && !bad; x++)
@@ -364,16 +378,16 @@ static void in_flight(void)
 }
 
 /* A vector (every other int) at the origin, dense at the receivers; then dense
- * at the origin and a vector at the receivers. */
-static void noncontiguous(void)
+ * at the origin and a vector at the receivers (which forward from it); with
+ * the payload inline (300 ints) and in its own message (6000). */
+static void noncontiguous(int CNT)
 {
-    enum { CNT = 300 };
     MPI_Datatype vec;
     MPI_Type_vector(CNT, 1, 2, MPI_INT, &vec);
     MPI_Type_commit(&vec);
     for (int dir = 0; dir < 2; dir++) {
         ncases++;
-        int o = dir ? nprocs - 1 : 0, tag = 70000 + dir;
+        int o = dir ? nprocs - 1 : 0, tag = 70000 + 2 * CNT + dir;
         MPI_Request r;
         MPI_Status st;
         int *b = calloc(2 * CNT, sizeof(int));
@@ -643,7 +657,8 @@ int main(int argc, char **argv)
     shapes();
     grouping_off_and_late();
     in_flight();
-    noncontiguous();
+    noncontiguous(300);
+    noncontiguous(6000);
     if (threaded) {
         threads();
         background();
@@ -655,6 +670,47 @@ int main(int argc, char **argv)
              0);
     if (ct_dyn_finalize() != MPI_SUCCESS)
         fail("ct_dyn_finalize: something left over%.0d%.0d%.0d", 0, 0, 0);
+    /* Again, on a split communicator: init after finalize, ranks of the new
+     * communicator, counters from zero. */
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, nprocs - rank, &half);
+    int hr, hn;
+    MPI_Comm_rank(half, &hr);
+    MPI_Comm_size(half, &hn);
+    if (ct_dyn_init(half) != MPI_SUCCESS)
+        fail("ct_dyn_init after finalize%.0d%.0d%.0d", 0, 0, 0);
+    if (ct_dyn_init(half) == MPI_SUCCESS)
+        fail("ct_dyn_init twice accepted%.0d%.0d%.0d", 0, 0, 0);
+    {
+        int v = hr == 0 ? 4242 : -1;
+        MPI_Request q[64], r;
+        ct_dyn_stats_get(&s);
+        if (s.messages_sent || s.received)
+            fail("counters not reset: %d sent %d received%.0d", (int)s.messages_sent,
+                 (int)s.received, 0);
+        MPI_Barrier(half); /* everyone read its counters before anything is sent */
+        if (hr == 0) {
+            ct_dyn_data *d;
+            ct_dyn_data_create(&v, 1, MPI_INT, &d);
+            for (int p = 1; p < hn; p++)
+                ct_dyn_isend(d, p, 5, &q[p - 1]);
+            ct_dyn_ready(d);
+            ct_waitall(hn - 1, q, MPI_STATUSES_IGNORE);
+            ct_dyn_data_free(d);
+        } else {
+            ct_dyn_irecv(&v, 1, MPI_INT, 0, 5, &r);
+            ct_wait(&r, MPI_STATUS_IGNORE);
+            if (v != 4242)
+                fail("split communicator: got %d%.0d%.0d", v, 0, 0);
+        }
+        ct_dyn_stats_get(&s);
+        if (hr == 0 && s.messages_sent != ceil_log2(hn))
+            fail("split communicator: origin sent %d for %d destinations%.0d",
+                 (int)s.messages_sent, hn - 1, 0);
+    }
+    if (ct_dyn_finalize() != MPI_SUCCESS)
+        fail("second ct_dyn_finalize%.0d%.0d%.0d", 0, 0, 0);
+    MPI_Comm_free(&half);
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
