@@ -401,9 +401,7 @@ int ct_call_native(const ct_call *c)
 
 /* ---- Byte views of the data-movement collectives ------------------------ */
 
-/* A type whose elements are laid out back to back, with no holes and no
- * offset: n of them are n * size plain bytes. */
-static int dense(MPI_Datatype t, int *dense_out)
+int ct_type_dense(MPI_Datatype t, int *dense_out)
 {
     MPI_Aint lb, extent, tlb, textent;
     int size, rc;
@@ -453,7 +451,7 @@ static int src_view(ct_job *st, const void *buf, long long count, MPI_Datatype t
                     size_t bytes, void **view)
 {
     int d, rc;
-    if ((rc = dense(t, &d)) != MPI_SUCCESS)
+    if ((rc = ct_type_dense(t, &d)) != MPI_SUCCESS)
         return rc;
     if (d) {
         *view = (void *)buf; /* read only: schedules never write SRC */
@@ -471,7 +469,7 @@ static int dst_view(ct_job *st, void *buf, MPI_Datatype t, size_t bytes, void **
                     int *unpack_after)
 {
     int d, rc;
-    if ((rc = dense(t, &d)) != MPI_SUCCESS)
+    if ((rc = ct_type_dense(t, &d)) != MPI_SUCCESS)
         return rc;
     *unpack_after = !d;
     if (d) {

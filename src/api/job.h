@@ -46,6 +46,10 @@ int ct_job_finish(ct_job *job);
 /* Frees what a job owns (not the job itself). */
 void ct_job_free(ct_job *job);
 
+/* Whether n elements of t are n * size(t) plain bytes, back to back from the
+ * buffer's start (no holes, no offset): such buffers are sent as bytes. */
+int ct_type_dense(MPI_Datatype t, int *dense);
+
 /* Raises an MPI error with colltune's message on comm (as the blocking calls
  * do), returning the code. */
 int ct_raise_error(MPI_Comm comm, int errclass, const char *fmt, ...);

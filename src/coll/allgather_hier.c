@@ -11,7 +11,7 @@ int ct_allgather_hier(const ct_params *p, ct_sched *s)
 {
     ct_layout L;
     const char *intra, *inter;
-    if (ct_hier_begin(p, &L, 0, &intra, &inter))
+    if (ct_hier_begin(p, &L, 0, 0, &intra, &inter))
         return -1;
     int me = p->rank, k = L.node_of[me], K = L.nnodes, M = L.max_node, rc = 0;
     size_t c = p->count;

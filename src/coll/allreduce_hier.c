@@ -10,13 +10,8 @@ int ct_allreduce_hier(const ct_params *p, ct_sched *s)
 {
     ct_layout L;
     const char *intra, *inter;
-    if (ct_hier_begin(p, &L, 0, &intra, &inter))
+    if (ct_hier_begin(p, &L, 0, 1, &intra, &inter))
         return -1;
-    if (!p->commutative && !L.contiguous) {
-        ct_layout_free(&L);
-        if (ct_hier_begin(p, &L, 1, &intra, &inter))
-            return -1;
-    }
     int me = p->rank, k = L.node_of[me], rc = 0;
     int *leaders = L.leader;
     int leader = me == leaders[k];

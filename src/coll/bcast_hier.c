@@ -8,7 +8,7 @@ int ct_bcast_hier(const ct_params *p, ct_sched *s)
 {
     ct_layout L;
     const char *intra, *inter;
-    if (ct_hier_begin(p, &L, 0, &intra, &inter))
+    if (ct_hier_begin(p, &L, 0, 0, &intra, &inter))
         return -1;
     int me = p->rank, k = L.node_of[me], kr = L.node_of[p->root], rc = 0;
     /* Leaders: the root on its node, the lowest rank elsewhere. */

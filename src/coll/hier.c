@@ -243,8 +243,8 @@ int ct_hier_parts(ct_coll coll, const char *intra, const char *inter, const char
     return 0;
 }
 
-int ct_hier_begin(const ct_params *p, ct_layout *L, int one_node, const char **intra,
-                  const char **inter)
+int ct_hier_begin(const ct_params *p, ct_layout *L, int one_node, int keep_order,
+                  const char **intra, const char **inter)
 {
     char why[160];
     unsigned flags;
@@ -255,5 +255,13 @@ int ct_hier_begin(const ct_params *p, ct_layout *L, int one_node, const char **i
      * non-commutative one (the API refuses such calls before this). */
     if ((flags & CT_ALG_NEEDS_COMMUTE) && !p->commutative)
         return -1;
-    return ct_layout_build(L, p, one_node);
+    if (ct_layout_build(L, p, one_node))
+        return -1;
+    if (keep_order && !p->commutative && !L->contiguous && !one_node) {
+        /* Rank order survives only when nodes are intervals of ranks: on any other
+         * layout the intra part runs over all ranks as one node. */
+        ct_layout_free(L);
+        return ct_layout_build(L, p, 1);
+    }
+    return 0;
 }

@@ -9,13 +9,8 @@ int ct_reduce_hier(const ct_params *p, ct_sched *s)
 {
     ct_layout L;
     const char *intra, *inter;
-    if (ct_hier_begin(p, &L, 0, &intra, &inter))
+    if (ct_hier_begin(p, &L, 0, 1, &intra, &inter))
         return -1;
-    if (!p->commutative && !L.contiguous) {
-        ct_layout_free(&L);
-        if (ct_hier_begin(p, &L, 1, &intra, &inter))
-            return -1;
-    }
     int me = p->rank, root = p->root, k = L.node_of[me], kr = L.node_of[root], rc = 0;
     int *leaders = L.leader;
     leaders[kr] = p->root;

@@ -21,9 +21,11 @@ int ct_hier_parts(ct_coll coll, const char *intra, const char *inter, const char
                   const char **inter_out, unsigned *flags, char *why, size_t whylen);
 
 /* The start of every hierarchical generator: its parts (p->intra / p->inter
- * or the defaults) and the layout (one_node: all ranks on one node). -1 on
- * bad parts or layout. */
-int ct_hier_begin(const ct_params *p, ct_layout *L, int one_node, const char **intra,
-                  const char **inter);
+ * or the defaults) and the layout (one_node: all ranks on one node). With
+ * keep_order, a non-commutative operation on a layout whose nodes are not
+ * intervals of ranks gets the one-node layout (reductions keep rank order
+ * only on intervals). -1 on bad parts or layout. */
+int ct_hier_begin(const ct_params *p, ct_layout *L, int one_node, int keep_order,
+                  const char **intra, const char **inter);
 
 #endif

@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../api/job.h"
 #include "../nbc/nbc.h"
 #include "colltune.h"
 
@@ -183,18 +184,6 @@ static void reqvec_free(reqvec *v)
     free(v->what);
     free(v->idx);
     memset(v, 0, sizeof *v);
-}
-
-static int dense(MPI_Datatype t, int *out)
-{
-    MPI_Aint lb, extent, tlb, textent;
-    int size, rc;
-    if ((rc = PMPI_Type_get_extent(t, &lb, &extent)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_get_true_extent(t, &tlb, &textent)) != MPI_SUCCESS ||
-        (rc = PMPI_Type_size(t, &size)) != MPI_SUCCESS)
-        return rc;
-    *out = tlb == 0 && lb == 0 && textent == extent && extent == (MPI_Aint)size;
-    return MPI_SUCCESS;
 }
 
 /* ---- Generalized requests ----------------------------------------------- */
@@ -378,7 +367,7 @@ static int deliver(dyn_recv *r, dyn_msg *m)
     if (rc == MPI_SUCCESS && (MPI_Count)size * r->count < bytes)
         rc = MPI_ERR_TRUNCATE;
     if (rc == MPI_SUCCESS)
-        rc = dense(r->type, &d);
+        rc = ct_type_dense(r->type, &d);
     if (rc == MPI_SUCCESS && bytes > 0) {
         if (d) {
             memcpy(r->buf, m->payload, (size_t)bytes);
