@@ -71,6 +71,22 @@ def crossover(times: dict[str, dict[int, float]], sizes: list[int]) -> int | Non
     return None
 
 
+def switches(times: dict[str, dict[int, float]], flat: str, sizes: list[int]) -> str:
+    """Where hier and one flat algorithm change places: 'hier from 8 B, ring from 32 KiB'
+    (tie: within 2 %)."""
+    at = [s for s in sizes if s in times["hier"] and s in times[flat]]
+    if not at:
+        return "-"
+    parts, prev = [], None
+    for s in at:
+        h, f = times["hier"][s], times[flat][s]
+        who = "tie" if abs(h - f) <= 0.02 * min(h, f) else "hier" if h < f else flat
+        if who != prev:
+            parts.append(f"{who} from {human_size(s)}")
+            prev = who
+    return ", ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("outdir")
@@ -124,8 +140,8 @@ def main(argv: list[str] | None = None) -> int:
         for r in doc["results"]:
             if r["algorithm"] in measured and r["size"] in sizes:
                 measured[r["algorithm"]][r["size"]] = r["median_us"]
-                spread[(r["algorithm"], r["size"])] = (r.get("min_us", r["median_us"]),
-                                                       r.get("max_us", r["median_us"]))
+                samples = r.get("samples_us") or [r["median_us"]]  # slowest rank's, per call
+                spread[(r["algorithm"], r["size"])] = (min(samples), max(samples))
         predicted = predict(op, algs, sizes, ranks, args.hosts, out / "p2p.json")
         m_cross = crossover({a: measured[a] for a in algs}, sizes)
         p_cross = crossover(predicted, sizes)
@@ -152,7 +168,15 @@ def main(argv: list[str] | None = None) -> int:
             lines.append("| " + " | ".join(row) + " |")
         lines += ["", f"Crossover (hier faster than every flat algorithm from this size on): "
                   f"measured {human_size(m_cross) if m_cross else 'none'}, predicted "
-                  f"{human_size(p_cross) if p_cross else 'none'}.", ""]
+                  f"{human_size(p_cross) if p_cross else 'none'}.", "",
+                  "| hier against | measured: the faster | predicted: the faster |",
+                  "|---|---|---|"]
+        lines += [f"| {a} | {switches(measured, a, sizes)} | {switches(predicted, a, sizes)} |"
+                  for a in FLAT[op]]
+        study["ops"][op]["switches"] = {a: {"measured": switches(measured, a, sizes),
+                                            "predicted": switches(predicted, a, sizes)}
+                                        for a in FLAT[op]}
+        lines.append("")
     write_atomic(out / "study.json", json.dumps(study, indent=1) + "\n")
     write_atomic(out / "study.md", "\n".join(lines))
     print("\n".join(lines))
