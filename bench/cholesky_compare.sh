@@ -20,7 +20,7 @@ sizes=("$@")
 root=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 export PYTHONPATH=$root/python${PYTHONPATH:+:$PYTHONPATH}
-py=$root/.venv/bin/python
+py=${PYTHON:-$root/.venv/bin/python}
 grid=()
 [ -n "${GRID:-}" ] && grid=(--grid "$GRID")
 for n in "${sizes[@]}"; do

@@ -13,6 +13,9 @@
 #                                                   monitor level, all cores), then the suite
 #                                                   (MACHINE=machine.json: its layers), per MPI
 #                                                   (default mpich): OUTDIR/suite.tgz
+#   bench/device.sh OUTDIR cholesky [RANKS [NB [N...]]]  bench/cholesky_compare.sh with
+#                                                   OpenBLAS and StarPU-MPI unpacked from
+#                                                   .whl/deb/chol (bench/fetch-device-debs.sh)
 #   bench/device.sh OUTDIR tune [NRANKS [STEP...]]  issue 8's figures, resumable: the paper's
 #                                                   table 2 cases (8 ranks) per strategy, the
 #                                                   grid at NRANKS (16) per strategy and MPI,
@@ -189,6 +192,69 @@ overlap)
     COLLTUNE_MPI=mpich colltune overlap -o "$work/overlap.json" --plots "$work/plots" "$@" \
         2>&1 | tee "$work/overlap.log"
     tar czf "$out/overlap.tgz" -C "$work" .
+    ;;
+cholesky)
+    # The Debian packages of bench/fetch-device-debs.sh, unpacked (no root, no install):
+    # OpenBLAS/LAPACKE for ct_cholesky through rewritten pkg-config files, and StarPU's
+    # mpi_cholesky with its Debian Open MPI, relocated by OPAL_PREFIX.
+    work=${CHOL_DIR:-/tmp/colltune-device-cholesky}
+    root_debs=/tmp/colltune-debs
+    mkdir -p "$work" "$root_debs/pc"
+    { date -u; uname -a; lscpu; } >"$work/machine.txt" 2>&1
+    for f in .whl/deb/chol/*.deb; do dpkg -x "$f" "$root_debs"; done
+    lib=$root_debs/usr/lib/x86_64-linux-gnu
+    inc=$root_debs/usr/include
+    ln -sf openblas-pthread/cblas.h "$inc/x86_64-linux-gnu/cblas.h"
+    # Only the BLAS libraries go on colltune's library path: the unpacked tree also holds a
+    # libfabric older than the one the MPICH wheel needs.
+    blas=$root_debs/blaslib
+    mkdir -p "$blas"
+    for f in "$lib"/openblas-pthread/lib*.so* "$lib"/liblapacke.so* "$lib"/libtmglib.so* \
+        "$lib"/libgfortran.so* "$lib"/libquadmath.so*; do
+        if [ -e "$f" ]; then ln -sf "$f" "$blas/"; fi
+    done
+    cat >"$root_debs/pc/openblas.pc" <<PC
+Name: openblas
+Description: OpenBLAS unpacked from Debian's packages
+Version: 0.3.21
+Libs: -L$blas -lopenblas
+Cflags: -I$inc/x86_64-linux-gnu/openblas-pthread
+PC
+    cat >"$root_debs/pc/lapacke.pc" <<PC
+Name: lapacke
+Description: LAPACKE unpacked from Debian's packages
+Version: 3.11.0
+Libs: -L$blas -llapacke -llapack
+Cflags: -I$inc
+PC
+    export PKG_CONFIG_PATH=$root_debs/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+    export LD_LIBRARY_PATH=$blas${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    rm -f build/mpich/CMakeCache.txt  # find OpenBLAS/LAPACKE now that they are there
+    build_mpi mpich >"$work/build-mpich.log" 2>&1
+    [ -x build/mpich/ct_cholesky ] || { log "ct_cholesky not built: see build-mpich.log";
+        tar czf "$out/cholesky.tgz" -C "$work" .; exit 1; }
+    # StarPU's side: Debian's Open MPI 4.1 relocated to the unpacked tree, its libraries
+    # first on the path of its own processes only.
+    export COLLTUNE_STARPU_CHOLESKY=$lib/starpu/mpi/mpi_cholesky
+    export COLLTUNE_STARPU_MPIEXEC=$root_debs/mpiexec-starpu
+    cat >"$COLLTUNE_STARPU_MPIEXEC" <<SH
+#!/bin/sh
+export OPAL_PREFIX=$root_debs/usr
+export LD_LIBRARY_PATH=$lib:$lib/openblas-pthread:$root_debs/lib/x86_64-linux-gnu:$lib/openmpi/lib
+exec $root_debs/usr/bin/mpiexec.openmpi -x LD_LIBRARY_PATH -x OPAL_PREFIX "\$@"
+SH
+    chmod +x "$COLLTUNE_STARPU_MPIEXEC"
+    LD_LIBRARY_PATH=$lib:$lib/openblas-pthread:$lib/openmpi/lib ldd "$COLLTUNE_STARPU_CHOLESKY" \
+        >"$work/starpu-ldd.txt" 2>&1 || true
+    ranks=${1:-16}
+    nb=${2:-320}
+    shift $(( $# < 2 ? $# : 2 ))
+    sizes=("$@")
+    [ ${#sizes[@]} -gt 0 ] || sizes=(3200 6400 9600 12800)
+    log "Cholesky at $ranks ranks, NB $nb, N ${sizes[*]}"
+    PYTHON=${PYTHON:-python3} bench/cholesky_compare.sh "$work" "$ranks" "$nb" "${sizes[@]}" \
+        2>&1 | tee "$work/cholesky.log"
+    tar czf "$out/cholesky.tgz" -C "$work" .
     ;;
 probe)
     build_mpi mpich >"$out/probe.log"

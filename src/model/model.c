@@ -99,6 +99,8 @@ static double local_cost(const ct_cost_table *c, const double *column, double m)
 typedef struct msg_end {
     double t;      /* send: its start s; receive: when it was posted */
     double bytes;
+    double xfer;   /* send: when its data starts to move (after any wait for the
+                      node's link); -1 until known */
 } msg_end;
 
 typedef struct channel {
@@ -196,10 +198,18 @@ typedef struct rank_state {
     int cap_ops;
 } rank_state;
 
+/* The busy intervals of one node's link to the other nodes, in start order. */
+typedef struct link_use {
+    double *begin, *end;
+    int n, cap;
+} link_use;
+
 typedef struct replay {
     const ct_cost_table *c;      /* the intra-node layer (and the local costs) */
     const ct_cost_table *inter;  /* between nodes; NULL: c everywhere */
     const int *node_of;
+    link_use *links;             /* per node, when inter is used */
+    int nnodes;
     int n;
     ct_sched *const *scheds;
     double esz;
@@ -214,6 +224,51 @@ static const ct_cost_table *layer(const replay *R, int a, int b)
     if (R->inter && R->node_of && R->node_of[a] != R->node_of[b])
         return R->inter;
     return R->c;
+}
+
+/* When the data of send se (from rank `from`, of layer lc) starts to move, given that it
+ * could from `ready` on. Messages between nodes share their node's link: each
+ * occupies it for its gap g(m) (its size over the link's bandwidth for large
+ * messages), in the first free interval from ready on. The slot is taken once,
+ * by whichever side asks first, so sender and receiver agree. -1: no memory. */
+static double xfer_start(replay *R, int from, msg_end *se, double ready,
+                         const ct_cost_table *lc)
+{
+    if (se->xfer >= 0)
+        return se->xfer;
+    if (lc != R->inter || !R->links) {
+        se->xfer = ready;
+        return ready;
+    }
+    link_use *L = &R->links[R->node_of[from]];
+    double d = ct_cost_at(lc, lc->g_us, se->bytes), t = ready;
+    int at = 0;
+    for (; at < L->n; at++) {
+        if (L->end[at] <= t)
+            continue;
+        if (L->begin[at] >= t + d)
+            break;
+        t = L->end[at];
+    }
+    if (L->n == L->cap) {
+        int cap = L->cap ? 2 * L->cap : 16;
+        double *b = realloc(L->begin, (size_t)cap * sizeof *b);
+        if (b)
+            L->begin = b;
+        double *e = b ? realloc(L->end, (size_t)cap * sizeof *e) : NULL;
+        if (!e)
+            return -1;
+        L->end = e;
+        L->cap = cap;
+    }
+    /* keep the intervals in start order: t lies after every interval before `at` */
+    memmove(L->begin + at + 1, L->begin + at, (size_t)(L->n - at) * sizeof *L->begin);
+    memmove(L->end + at + 1, L->end + at, (size_t)(L->n - at) * sizeof *L->end);
+    L->begin[at] = t;
+    L->end[at] = t + d;
+    L->n++;
+    se->xfer = t;
+    return t;
 }
 
 static long long pair_key(const replay *R, int from, int to)
@@ -251,12 +306,16 @@ static int post_round(replay *R, int rank)
             const ct_cost_table *c = layer(R, rank, op->peer);
             double os = pending_cost(c, c->os_us, c->os_pending_us, bytes, pending);
             po->g = pending_cost(c, c->g_us, c->g_pending_us, bytes, pending);
-            double start = s->clock > s->link ? s->clock : s->link;
+            /* Between nodes the node's link (xfer_start) spaces the transfers out, this
+             * rank's included; the rank's own gap is its shared-memory engine's. */
+            int on_link = c == R->inter && R->links;
+            double start = on_link || s->clock > s->link ? s->clock : s->link;
             s->clock = start + os;
-            s->link = start + po->g;
+            if (!on_link)
+                s->link = start + po->g;
             po->index = ch->nsends;
             if (push_end(&ch->sends, &ch->nsends, &ch->cap_sends,
-                         (msg_end){.t = start, .bytes = bytes}))
+                         (msg_end){.t = start, .bytes = bytes, .xfer = -1}))
                 return -1;
         } else {
             po->index = ch->nrecvs;
@@ -298,25 +357,33 @@ static int finish_round(replay *R, int rank, arrival *arr)
             continue;
         const ct_cost_table *lc = layer(R, rank, op->peer);
         if (op->kind == CT_OP_SEND) {
-            const msg_end *se = &po->ch->sends[po->index];
+            msg_end *se = &po->ch->sends[po->index];
             double done;
             if (mode_at(lc, se->bytes) == CT_MODE_RENDEZVOUS) {
                 if (po->index >= po->ch->nrecvs)
                     return 0;
                 double rp = po->ch->recvs[po->index].t;
-                done = (se->t > rp ? se->t : rp) + ct_cost_at(lc, lc->oneway_us, se->bytes);
+                double x = xfer_start(R, rank, se, se->t > rp ? se->t : rp, lc);
+                if (x < 0)
+                    return -1;
+                done = x + ct_cost_at(lc, lc->oneway_us, se->bytes);
             } else {
-                done = se->t + po->g;
+                double x = xfer_start(R, rank, se, se->t, lc);
+                if (x < 0)
+                    return -1;
+                done = x + po->g;
             }
             if (done > end)
                 end = done;
         } else {
             if (po->index >= po->ch->nsends)
                 return 0;
-            const msg_end *se = &po->ch->sends[po->index];
+            msg_end *se = &po->ch->sends[po->index];
             double start = se->t, m = se->bytes;
             if (mode_at(lc, m) == CT_MODE_RENDEZVOUS && po->ch->recvs[po->index].t > start)
                 start = po->ch->recvs[po->index].t;
+            if ((start = xfer_start(R, op->peer, se, start, lc)) < 0)
+                return -1;
             double orr = ct_cost_at(lc, lc->or_us, m);
             arr[narr++] = (arrival){.ready = start + ct_cost_at(lc, lc->oneway_us, m) - orr,
                                     .or_us = orr};
@@ -368,6 +435,17 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
     replay R = {.c = costs, .inter = node_of ? inter : NULL, .node_of = node_of, .n = n,
                 .scheds = scheds, .esz = (double)elem_size, .res = res};
     R.st = calloc((size_t)n, sizeof *R.st);
+    if (R.inter) {
+        for (int r = 0; r < n; r++)
+            if (node_of[r] + 1 > R.nnodes)
+                R.nnodes = node_of[r] + 1;
+        R.links = calloc((size_t)R.nnodes, sizeof *R.links);
+        if (!R.links) {
+            free(R.st);
+            snprintf(res->error, sizeof res->error, "out of memory");
+            return -1;
+        }
+    }
     int maxlen = 1;
     for (int r = 0; r < n; r++)
         for (int k = 0; k < scheds[r]->nrounds; k++)
@@ -394,7 +472,12 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
                     goto out;
                 }
                 int f = finish_round(&R, r, arr);
-                if (f <= 0)
+                if (f < 0) {
+                    rc = -1;
+                    snprintf(res->error, sizeof res->error, "out of memory");
+                    goto out;
+                }
+                if (f == 0)
                     break;
                 progress = 1;
                 if (s->round == scheds[r]->nrounds)
@@ -426,6 +509,11 @@ out:
     free(R.st);
     free(arr);
     map_free(&R.map);
+    for (int k = 0; R.links && k < R.nnodes; k++) {
+        free(R.links[k].begin);
+        free(R.links[k].end);
+    }
+    free(R.links);
     return rc;
 }
 

@@ -258,8 +258,16 @@ static void two_layers(void)
                 map[r] = r % k;
             CHECK_NEAR(predict_nodes(&intra, &inter, "hier", n, map), want,
                        "hier bcast, %d nodes x %d ranks, round-robin", k, ppn);
-            CHECK_NEAR(predict_nodes(&intra, &inter, "binomial", n, map), want,
-                       "flat binomial, %d nodes x %d ranks, round-robin", k, ppn);
+            /* In round-robin placement the flat binomial's a inter-node levels each
+             * have ppn senders per node at once, which now share their node's link
+             * (each holds it for g): between a T_inter + b T_intra and a + (ppn - 1) g
+             * per level more. */
+            double rr = predict_nodes(&intra, &inter, "binomial", n, map);
+            if (rr < want - 1e-9 || rr > want + a * (ppn - 1) * ti_g[0] + 1e-9) {
+                failures++;
+                printf("FAIL flat binomial, %d nodes x %d ranks, round-robin: %.3f outside "
+                       "[%.3f, %.3f]\n", k, ppn, rr, want, want + a * (ppn - 1) * ti_g[0]);
+            }
             CHECK_NEAR(predict_nodes(&intra, &inter, "chain", n, map),
                        (k > 1 ? n - 1 : 0) * t_inter + (k > 1 ? 0 : n - 1) * t_intra,
                        "flat chain, %d nodes x %d ranks, round-robin", k, ppn);
@@ -269,9 +277,46 @@ static void two_layers(void)
         }
 }
 
+/* Messages between nodes share their node's link: ranks 0 and 1 (node 0) send
+ * one message each to ranks 2 and 3 (node 1) in the same round. Each holds the
+ * link for g = 50, so the second transfer starts at 50 and lands at 50 + T;
+ * its sender is done at 50 + g. Without a layout (one node) both land at T. */
+static void links_are_shared(void)
+{
+    const double t = 100, g = 50, o = 1;
+    ct_sched s[4], *ps[4] = {&s[0], &s[1], &s[2], &s[3]};
+    for (int i = 0; i < 4; i++) {
+        ct_sched_init(&s[i]);
+        ct_sched_round(&s[i]);
+    }
+    ct_sched_send(&s[0], 2, CT_BUF_SRC, 0, 1024);
+    ct_sched_send(&s[1], 3, CT_BUF_SRC, 0, 1024);
+    ct_sched_recv(&s[2], 0, CT_BUF_DST, 0, 1024);
+    ct_sched_recv(&s[3], 1, CT_BUF_DST, 0, 1024);
+    ct_cost_table c = constant_table(o, o, g, t, CT_MODE_IMMEDIATE);
+    const int nodes[4] = {0, 0, 1, 1};
+    double ranks[4];
+    ct_model_result res = {.rank_us = ranks};
+    if (ct_model_run_layers(&c, &c, nodes, 4, ps, 1, &res))
+        printf("FAIL shared link: %s\n", res.error), failures++;
+    CHECK_NEAR(ranks[2], t, "shared link: first receiver, rank %d", 2);
+    CHECK_NEAR(ranks[3], g + t, "shared link: second receiver, rank %d", 3);
+    CHECK_NEAR(ranks[1], 2 * g, "shared link: second sender, rank %d", 1);
+    const int apart[4] = {0, 1, 2, 3};
+    if (ct_model_run_layers(&c, &c, apart, 4, ps, 1, &res))
+        printf("FAIL own links: %s\n", res.error), failures++;
+    CHECK_NEAR(res.total_us, t, "a link each: both land at T%s", "");
+    if (ct_model_run(&c, 4, ps, 1, &res))
+        printf("FAIL one node: %s\n", res.error), failures++;
+    CHECK_NEAR(res.total_us, t, "one node: no shared link%s", "");
+    for (int i = 0; i < 4; i++)
+        ct_sched_free(&s[i]);
+}
+
 int main(void)
 {
     two_layers();
+    links_are_shared();
     closed_forms();
     rendezvous_waits_for_the_receive();
     pending_sends_cost_more();
