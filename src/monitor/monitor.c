@@ -16,7 +16,7 @@
 enum { HIST_BINS = 48, NCOUNTERS = 3 };
 
 int ct_monitor_level;
-_Thread_local int ct_monitor_in_collective;
+_Thread_local int ct_monitor_in_collective CT_TLS_FAST;
 
 /* Per destination (world rank): [0] the application's point-to-point, [1] colltune's
  * collectives. Counters are plain: a rank's MPI calls come from its threads one at a time
@@ -102,6 +102,73 @@ static void open_energy(void)
         snprintf(energy_why, sizeof energy_why, "%s: unreadable", p);
 }
 
+/* The sizes of the predefined datatypes, read once: the send path looks them up here
+ * instead of calling MPI_Type_size on every message (half the monitor's cost per send).
+ * Predefined handles are never freed, so the table never goes stale; any other type
+ * (or a predefined one whose slot another took) asks MPI. Read-only after init. */
+enum { TYPE_SLOTS = 128 };
+static struct {
+    MPI_Datatype type;
+    int size, used;
+} type_cache[TYPE_SLOTS];
+
+static size_t type_slot(MPI_Datatype t)
+{
+    uintptr_t key = 0;
+    memcpy(&key, &t, sizeof t < sizeof key ? sizeof t : sizeof key);
+    return (size_t)(((uint64_t)key * 0x9E3779B97F4A7C15ull) >> 57) & (TYPE_SLOTS - 1);
+}
+
+static void fill_type_cache(void)
+{
+    const MPI_Datatype predefined[] = {
+        MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_BYTE, MPI_SHORT, MPI_UNSIGNED_SHORT,
+        MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG,
+        MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_C_BOOL, MPI_INT8_T,
+        MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T, MPI_UINT32_T,
+        MPI_UINT64_T, MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_AINT, MPI_COUNT,
+        MPI_OFFSET, MPI_PACKED, MPI_WCHAR, MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_LONG_INT,
+        MPI_2INT, MPI_SHORT_INT};
+    for (size_t i = 0; i < sizeof predefined / sizeof *predefined; i++) {
+        int size = 0;
+        size_t h = type_slot(predefined[i]);
+        if (predefined[i] == MPI_DATATYPE_NULL || type_cache[h].used ||
+            PMPI_Type_size(predefined[i], &size) != MPI_SUCCESS)
+            continue;
+        type_cache[h].type = predefined[i];
+        type_cache[h].size = size;
+        type_cache[h].used = 1;
+    }
+}
+
+static int type_size(MPI_Datatype t)
+{
+    size_t h = type_slot(t);
+    if (type_cache[h].used && type_cache[h].type == t)
+        return type_cache[h].size;
+    int size = 0;
+    PMPI_Type_size(t, &size);
+    return size;
+}
+
+/* The bytes a completed receive's status holds: read from the status itself where the
+ * MPI's public layout is known (MPICH and its derivatives: count_lo and the high bits of
+ * count_hi_and_cancelled; Open MPI: _ucount, in bytes), else asked from MPI. */
+static MPI_Count status_bytes(const MPI_Status *st)
+{
+#if defined(MPICH_VERSION)
+    return (MPI_Count)((((uint64_t)(uint32_t)st->count_hi_and_cancelled >> 1) << 32) |
+                       (uint64_t)(uint32_t)st->count_lo);
+#elif defined(OPEN_MPI)
+    return (MPI_Count)st->_ucount;
+#else
+    MPI_Count n = 0;
+    if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0)
+        n = 0;
+    return n;
+#endif
+}
+
 void ct_monitor_init(void)
 {
     const char *v = getenv("COLLTUNE_MONITOR");
@@ -118,6 +185,7 @@ void ct_monitor_init(void)
     if (ct_monitor_level == CT_MON_OFF)
         return;
     PMPI_Comm_size(MPI_COMM_WORLD, &world_size);
+    fill_type_cache();
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     PMPI_Comm_group(MPI_COMM_WORLD, &world_group);
     for (int k = 0; k < 2; k++) {
@@ -203,8 +271,7 @@ void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type
 {
     if (ct_monitor_level < CT_MON_COUNT || dest < 0 || dest == MPI_PROC_NULL)
         return;
-    int k = ct_monitor_in_collective != 0, tsize = 0;
-    PMPI_Type_size(type, &tsize);
+    int k = ct_monitor_in_collective != 0, tsize = type_size(type);
     uint64_t n = (uint64_t)(count > 0 ? count : 0) * (uint64_t)tsize;
     total_msgs[k]++;
     total_bytes[k] += n;
@@ -228,11 +295,7 @@ static void count_recv(const int *ranks, int k, const MPI_Status *st)
     int src = st->MPI_SOURCE;
     if (src < 0 || src == MPI_PROC_NULL)
         return; /* from MPI_PROC_NULL: no message */
-    MPI_Count n = 0;
-    /* the status holds the size in bytes in both MPICH and Open MPI: MPI_BYTE reads it
-     * whatever the receive's datatype was */
-    if (PMPI_Get_elements_x(st, MPI_BYTE, &n) != MPI_SUCCESS || n < 0)
-        n = 0;
+    MPI_Count n = status_bytes(st);
     total_rmsgs[k]++;
     total_rbytes[k] += (uint64_t)n;
     if (ct_monitor_level < CT_MON_PEERS)

@@ -71,7 +71,11 @@ void ct_monitor_time(unsigned long long ticks);
 void ct_monitor_finish(void);
 
 /* Set while this thread runs colltune's own collectives (the executor's
- * messages then count as collective traffic); the progress thread sets it. */
-extern _Thread_local int ct_monitor_in_collective;
+ * messages then count as collective traffic); the progress thread sets it.
+ * Initial-exec TLS: every message reads it, and the general model costs a
+ * __tls_get_addr call each time (the library is loaded at start-up, or by
+ * dlopen into glibc's static TLS reserve, which one int fits). */
+#define CT_TLS_FAST __attribute__((tls_model("initial-exec")))
+extern _Thread_local int ct_monitor_in_collective CT_TLS_FAST;
 
 #endif
