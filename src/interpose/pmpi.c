@@ -34,6 +34,7 @@
  * MPI_Mprobe/MPI_Improbe, MPI_Isendrecv and the large-count variants where the MPI has
  * them).
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,6 +370,126 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                  MPI_OP_NULL, root, comm, request};
     return intercept(&c);
 }
+
+/* ---- Large-count collectives (MPI 4) --------------------------------------
+ * Programs built for MPI 4 may call the _c forms for any count (mpi4py does on MPICH): a
+ * call whose counts fit an int is the classic call and goes through colltune like it; a
+ * larger one goes to the MPI library. */
+#if MPI_VERSION >= 4
+#define FITS_INT(n) ((n) >= 0 && (n) <= INT_MAX)
+
+int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm)
+{
+    if (!FITS_INT(count))
+        return PMPI_Bcast_c(buf, count, t, root, comm);
+    return MPI_Bcast(buf, (int)count, t, root, comm);
+}
+
+int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype t,
+                 MPI_Op op, int root, MPI_Comm comm)
+{
+    if (!FITS_INT(count))
+        return PMPI_Reduce_c(sendbuf, recvbuf, count, t, op, root, comm);
+    return MPI_Reduce(sendbuf, recvbuf, (int)count, t, op, root, comm);
+}
+
+int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype t,
+                    MPI_Op op, MPI_Comm comm)
+{
+    if (!FITS_INT(count))
+        return PMPI_Allreduce_c(sendbuf, recvbuf, count, t, op, comm);
+    return MPI_Allreduce(sendbuf, recvbuf, (int)count, t, op, comm);
+}
+
+int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                  MPI_Comm comm)
+{
+    if (!FITS_INT(sendcount) || !FITS_INT(recvcount))
+        return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                              comm);
+    return MPI_Scatter(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
+                       root, comm);
+}
+
+int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                 void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                 MPI_Comm comm)
+{
+    if (!FITS_INT(sendcount) || !FITS_INT(recvcount))
+        return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
+                             comm);
+    return MPI_Gather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
+                      root, comm);
+}
+
+int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                    void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (!FITS_INT(sendcount) || !FITS_INT(recvcount))
+        return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                comm);
+    return MPI_Allgather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
+                         comm);
+}
+
+int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
+{
+    if (!FITS_INT(sendcount) || !FITS_INT(recvcount))
+        return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                               comm);
+    return MPI_Alltoall(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
+                        comm);
+}
+
+int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm,
+                 MPI_Request *request)
+{
+    if (!FITS_INT(count))
+        return PMPI_Ibcast_c(buf, count, t, root, comm, request);
+    return MPI_Ibcast(buf, (int)count, t, root, comm, request);
+}
+
+int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype t,
+                  MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
+{
+    if (!FITS_INT(count))
+        return PMPI_Ireduce_c(sendbuf, recvbuf, count, t, op, root, comm, request);
+    return MPI_Ireduce(sendbuf, recvbuf, (int)count, t, op, root, comm, request);
+}
+
+int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype t,
+                     MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    if (!FITS_INT(count))
+        return PMPI_Iallreduce_c(sendbuf, recvbuf, count, t, op, comm, request);
+    return MPI_Iallreduce(sendbuf, recvbuf, (int)count, t, op, comm, request);
+}
+
+int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                   MPI_Comm comm, MPI_Request *request)
+{
+    if (!FITS_INT(sendcount) || !FITS_INT(recvcount))
+        return PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                               root, comm, request);
+    return MPI_Iscatter(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
+                        root, comm, request);
+}
+
+int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root,
+                  MPI_Comm comm, MPI_Request *request)
+{
+    if (!FITS_INT(sendcount) || !FITS_INT(recvcount))
+        return PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                              root, comm, request);
+    return MPI_Igather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
+                       root, comm, request);
+}
+#endif
+
 
 /* The wait and test family: colltune's application-side part first. While the monitor
  * has non-blocking receives pending, the handles are saved before they complete (the call

@@ -11,6 +11,7 @@ receives from it) and its buffer messages are exactly the ones it sent."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,27 @@ def test_mpi4py_program_is_consistent(build, tmp_path, child_env):
                 assert doc["bytes"][i][j] > expected[i][j][1]
             else:
                 assert doc["bytes"][i][j] == expected[i][j][1]
+
+
+def test_mpi4py_collectives_go_through_colltune(build, child_env):
+    """The drop-in serves an mpi4py program's buffer collectives, also where mpi4py calls
+    the MPI 4 large-count forms (MPI_Bcast_c, ... on MPICH): with every algorithm forced,
+    the log names colltune's algorithm for each call, and the program's own checks hold."""
+    py = mpi4py_python(build)
+    program = Path(__file__).parent / "programs" / "mpi4py_collectives.py"
+    forced = {"BCAST": "binomial", "ALLREDUCE": "ring", "SCATTER": "binomial",
+              "BARRIER": "dissemination"}
+    env = child_env(LD_PRELOAD=str(build.tool("libcolltune_pmpi.so")), COLLTUNE_LOG="debug",
+                    COLLTUNE_PROGRESS="off",
+                    **{f"COLLTUNE_{op}_ALGORITHM": alg for op, alg in forced.items()})
+    env.update(build.launch_env(N))
+    cmd = build.launch_command(N, [str(py), str(program)], bind=False,
+                               export=("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_PROGRESS",
+                                       *(f"COLLTUNE_{op}_ALGORITHM" for op in forced)))
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "ok" in p.stdout.split()
+    for call, alg in (("Bcast", "binomial"), ("Allreduce", "ring"), ("Scatter", "binomial"),
+                      ("Ibcast", "binomial"), ("Barrier", "dissemination")):
+        ran = re.findall(rf"MPI_{call} \d+ bytes -> ([a-z_]+)", p.stderr)
+        assert len(ran) == N and set(ran) == {alg}, (call, ran, p.stderr[-2000:])
