@@ -1,6 +1,7 @@
 #include "monitor.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
@@ -211,10 +212,35 @@ void ct_monitor_init(void)
  * later messages cost one attribute lookup: no group, no allocation. */
 static int ranks_keyval = MPI_KEYVAL_INVALID;
 
+/* A communicator's world ranks outlive it while a receive posted on it is pending
+ * (MPI_Comm_free lets such receives complete later, and their completion reads the
+ * ranks): they are kept on this list until MPI_Finalize instead. Not the hot path. */
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+static void **retired;
+static size_t nretired, cap_retired;
+
+static int still_pending(const void *ranks);
+
 static int free_ranks(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm, (void)keyval, (void)extra;
-    free(attr);
+    if (!still_pending(attr)) {
+        free(attr);
+        return MPI_SUCCESS;
+    }
+    pthread_mutex_lock(&retired_lock);
+    if (nretired == cap_retired) {
+        size_t cap = cap_retired ? 2 * cap_retired : 16;
+        void **r = realloc(retired, cap * sizeof *r);
+        if (r) {
+            retired = r;
+            cap_retired = cap;
+        }
+    }
+    if (nretired < cap_retired)
+        retired[nretired++] = attr;
+    /* else: no memory for the list; the ranks leak rather than dangle */
+    pthread_mutex_unlock(&retired_lock);
     return MPI_SUCCESS;
 }
 
@@ -330,6 +356,14 @@ static const int *pend_ranks[PEND_SLOTS + PEND_PROBE];
 static unsigned char pend_layer[PEND_SLOTS + PEND_PROBE];
 _Atomic int ct_monitor_pending;
 
+static int still_pending(const void *ranks)
+{
+    for (size_t i = 0; i < PEND_SLOTS + PEND_PROBE; i++)
+        if (atomic_load_explicit(&pend_key[i], memory_order_acquire) && pend_ranks[i] == ranks)
+            return 1;
+    return 0;
+}
+
 static uintptr_t req_key(MPI_Request req)
 {
     uintptr_t key = 0;
@@ -439,6 +473,13 @@ static void write_matrix(FILE *f, const char *name, const uint64_t *all, int n, 
 
 void ct_monitor_finish(void)
 {
+    pthread_mutex_lock(&retired_lock);
+    for (size_t i = 0; i < nretired; i++)
+        free(retired[i]);
+    free(retired);
+    retired = NULL;
+    nretired = cap_retired = 0;
+    pthread_mutex_unlock(&retired_lock);
     if (ct_monitor_level == CT_MON_OFF)
         return;
     double wall = PMPI_Wtime() - start_time;

@@ -7,11 +7,14 @@
  * MPI_Allreduce of 8 ints (native unless forced); then receives of other kinds: on
  * communicators split by rank parity (in reverse order, so their ranks are not the
  * world's), 8 bytes to the next rank by MPI_Issend, received by MPI_Irecv from
- * MPI_ANY_SOURCE and completed through MPI_Waitany and MPI_Testsome; and 3 ints from
+ * MPI_ANY_SOURCE and completed through MPI_Waitany and MPI_Testsome; 4 bytes to the
+ * next rank of a reversed world, received from MPI_ANY_SOURCE on a communicator freed
+ * before the receive completes; and 3 ints from
  * rank 1 to rank 0 received by MPI_Mprobe and MPI_Mrecv. Prints "patterns ok".
  */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int main(int argc, char **argv)
@@ -62,6 +65,27 @@ int main(int argc, char **argv)
             MPI_Testsome(2, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
     }
     MPI_Comm_free(&half);
+    /* A receive still pending when its communicator is freed (MPI lets it complete): 4
+     * bytes to the next rank of a world in reverse order, from MPI_ANY_SOURCE, the
+     * communicator freed before the wait, and the freed memory reused meanwhile. */
+    MPI_Comm rev;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, -rank, &rev);
+    int rr, late_in = -1, late_out = rank;
+    MPI_Comm_rank(rev, &rr);
+    if (n > 1) {
+        MPI_Irecv(&late_in, 1, MPI_INT, MPI_ANY_SOURCE, 90, rev, &reqs[0]);
+        MPI_Isend(&late_out, 1, MPI_INT, (rr + 1) % n, 90, rev, &reqs[1]);
+    }
+    MPI_Comm_free(&rev);
+    for (int k = 0; k < 8; k++) {
+        int *junk = malloc(sizeof(int) * (size_t)(n + 1));
+        if (junk) {
+            memset(junk, 0x7f, sizeof(int) * (size_t)(n + 1));
+            free(junk);
+        }
+    }
+    if (n > 1)
+        MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
     int three[3] = {rank, rank, rank};
     if (rank == 1)
         MPI_Send(three, 3, MPI_INT, 0, 80, MPI_COMM_WORLD);
@@ -71,6 +95,7 @@ int main(int argc, char **argv)
         MPI_Mrecv(three, 3, MPI_INT, &msg, MPI_STATUS_IGNORE);
     }
     int ok = (rank != 0 || n < 2 || three[2] == 1) && (hn < 2 || from_prev >= 0) &&
+             (n < 2 || late_in == (rank + 1) % n) &&
              got[0] == ((rank + n - 1) % n) * 1000 + 2 && b[4095] == 7 && y[7] == n;
     int all;
     MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);

@@ -45,6 +45,10 @@ def expected(n: int):
         for p, r in enumerate(members):
             if len(members) > 1:
                 add(r, members[(p + 1) % len(members)], 8)
+    members = list(range(n - 1, -1, -1))  # the reversed world, its communicator freed early
+    for p, r in enumerate(members):
+        if n > 1:
+            add(r, members[(p + 1) % n], 4)
     if n > 1:
         add(1, 0, 12)
     coll = [[0] * n for _ in range(n)]
