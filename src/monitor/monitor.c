@@ -210,7 +210,7 @@ void ct_monitor_init(void)
 /* The world ranks of a communicator's ranks (remote ones for an
  * inter-communicator), made at its first message and kept as an attribute, so
  * later messages cost one attribute lookup: no group, no allocation. */
-static int ranks_keyval = MPI_KEYVAL_INVALID;
+static _Atomic int ranks_keyval = MPI_KEYVAL_INVALID;
 
 /* A communicator's world ranks outlive it while a receive posted on it is pending
  * (MPI_Comm_free lets such receives complete later, and their completion reads the
@@ -244,13 +244,39 @@ static int free_ranks(MPI_Comm comm, int keyval, void *attr, void *extra)
     return MPI_SUCCESS;
 }
 
+/* Made once per communicator: the first messages on a communicator may come from several
+ * threads at once (a task runtime's workers, colltune's progress thread), and a second
+ * MPI_Comm_set_attr would free the first thread's array under it. */
+static pthread_mutex_t ranks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int *make_world_ranks(MPI_Comm comm);
+
 static int *world_ranks(MPI_Comm comm)
 {
     int flag = 0, *ranks = NULL;
-    if (ranks_keyval == MPI_KEYVAL_INVALID &&
-        PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_ranks, &ranks_keyval, NULL))
-        return NULL;
-    PMPI_Comm_get_attr(comm, ranks_keyval, &ranks, &flag);
+    int keyval = atomic_load_explicit(&ranks_keyval, memory_order_acquire);
+    if (keyval != MPI_KEYVAL_INVALID) {
+        PMPI_Comm_get_attr(comm, keyval, &ranks, &flag);
+        if (flag)
+            return ranks;
+    }
+    pthread_mutex_lock(&ranks_lock);
+    ranks = make_world_ranks(comm);
+    pthread_mutex_unlock(&ranks_lock);
+    return ranks;
+}
+
+/* Under ranks_lock: the keyval, then the communicator's array unless another thread made
+ * it meanwhile. */
+static int *make_world_ranks(MPI_Comm comm)
+{
+    int flag = 0, *ranks = NULL, keyval = atomic_load(&ranks_keyval);
+    if (keyval == MPI_KEYVAL_INVALID) {
+        if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_ranks, &keyval, NULL))
+            return NULL;
+        atomic_store_explicit(&ranks_keyval, keyval, memory_order_release);
+    }
+    PMPI_Comm_get_attr(comm, keyval, &ranks, &flag);
     if (flag)
         return ranks;
     int inter = 0, n = 0;
@@ -266,7 +292,7 @@ static int *world_ranks(MPI_Comm comm)
             local[i] = i;
         ranks[0] = n; /* the size first, for the bounds check */
         PMPI_Group_translate_ranks(g, n, local, world_group, ranks + 1);
-        PMPI_Comm_set_attr(comm, ranks_keyval, ranks);
+        PMPI_Comm_set_attr(comm, keyval, ranks);
     } else {
         free(ranks);
         ranks = NULL;

@@ -186,7 +186,7 @@ static node *node_new(ct_stf *s, int kind)
 /* succ waits for pred unless pred is already done. Graph lock held. */
 static void add_dep(node *pred, node *succ)
 {
-    if (!pred || pred->done)
+    if (!pred || pred->done || pred == succ) /* a task naming one data twice */
         return;
     GROW(pred->succ, pred->nsucc, pred->capsucc);
     pred->succ[pred->nsucc++] = succ;
@@ -321,6 +321,11 @@ ct_stf_data *ct_stf_register(ct_stf *s, void *buf, int count, MPI_Datatype type,
     MPI_Type_size(type, &h->type_size);
     h->home = owner == s->rank ? buf : NULL;
     pthread_mutex_lock(&s->lock);
+    if (s->next_vid >= s->tag_ub) { /* every version needs a tag of its own */
+        pthread_mutex_unlock(&s->lock);
+        free(h);
+        return NULL;
+    }
     h->vid = s->next_vid++;
     if (owner == s->rank) {
         h->sent = calloc((size_t)s->size, 1);
@@ -418,11 +423,13 @@ int ct_stf_submit(ct_stf *s, int rank, int priority, ct_stf_fn fn, const void *a
     node *post[16];
     int npost = 0, rc = MPI_SUCCESS;
     pthread_mutex_lock(&s->lock);
+    int new_versions = 0;
     for (int i = 0; i < n; i++)
-        if (modes[i] == CT_STF_RW && s->next_vid == s->tag_ub) {
-            pthread_mutex_unlock(&s->lock);
-            return MPI_ERR_TAG; /* more versions than tags: the graph is too large */
-        }
+        new_versions += modes[i] == CT_STF_RW;
+    if (new_versions > s->tag_ub - s->next_vid) {
+        pthread_mutex_unlock(&s->lock);
+        return MPI_ERR_TAG; /* more versions than tags: the graph is too large */
+    }
     node *t = NULL;
     if (rank == s->rank) {
         t = node_new(s, N_TASK);
@@ -521,6 +528,8 @@ int ct_stf_wait_all(ct_stf *s)
                 break;
         }
         int outcount = 0;
+        if (s->how != CT_STF_COMM_MPI)
+            ct_dyn_progress(); /* forwards even without a progress thread */
         if (nact > 0)
             MPI_Testsome(nact, reqs, &outcount, idx, MPI_STATUSES_IGNORE);
         if (outcount > 0 && outcount != MPI_UNDEFINED) {

@@ -131,7 +131,7 @@ static void report_binding(int argc, char **argv)
     for (char *c = host; *c; c++)
         if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
             *c = '_';
-    char line[600];
+    char line[1024];
     snprintf(line, sizeof line,
              "{\"rank\":%d,\"core\":%lld,\"cpus\":\"%s\",\"host\":\"%.200s\",\"bound\":%s%s%s%s}",
              rank, want, cpus, host, bound ? "true" : "false",
