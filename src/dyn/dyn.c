@@ -618,13 +618,14 @@ static void kick(void)
 
 /* ---- The API ------------------------------------------------------------ */
 
-int ct_dyn_init(MPI_Comm comm)
+static int dyn_init(MPI_Comm comm, int want_thread)
 {
     MPI_Comm dup;
     int rc = PMPI_Comm_dup(comm, &dup); /* collective */
     if (rc != MPI_SUCCESS)
         return rc;
-    int threaded = ct_progress_start(comm) == MPI_SUCCESS; /* collective the first time */
+    /* ct_progress_start is collective the first time */
+    int threaded = want_thread && ct_progress_start(comm) == MPI_SUCCESS;
     pthread_mutex_lock(&dyn.lock);
     if (dyn.on) {
         pthread_mutex_unlock(&dyn.lock);
@@ -646,6 +647,16 @@ int ct_dyn_init(MPI_Comm comm)
     pthread_mutex_unlock(&dyn.lock);
     ct_progress_set_hook(poll_hook);
     return MPI_SUCCESS;
+}
+
+int ct_dyn_init(MPI_Comm comm)
+{
+    return dyn_init(comm, 1);
+}
+
+int ct_dyn_init_polled(MPI_Comm comm)
+{
+    return dyn_init(comm, 0);
 }
 
 int ct_dyn_finalize(void)

@@ -39,6 +39,12 @@ typedef struct ct_dyn_data ct_dyn_data;
  * communicator at a time: MPI_ERR_OTHER if already initialized. */
 int ct_dyn_init(MPI_Comm comm);
 
+/* As ct_dyn_init, without starting a progress thread: for a caller that already
+ * has a thread polling MPI (a task runtime's communication loop), which then
+ * calls ct_dyn_progress in that loop. Another progress thread of colltune's,
+ * if one runs, still serves the engine. */
+int ct_dyn_init_polled(MPI_Comm comm);
+
 /* Collective; every dyn request must be complete (sent and received) on every
  * rank. Frees the private communicator and unhooks the engine. */
 int ct_dyn_finalize(void);
