@@ -218,25 +218,29 @@ typedef struct replay {
     ct_model_result *res;
 } replay;
 
+/* Whether a message between a and b goes from one node to another. */
+static int crosses(const replay *R, int a, int b)
+{
+    return R->inter && R->node_of && R->node_of[a] != R->node_of[b];
+}
+
 /* The layer a message between a and b crosses. */
 static const ct_cost_table *layer(const replay *R, int a, int b)
 {
-    if (R->inter && R->node_of && R->node_of[a] != R->node_of[b])
-        return R->inter;
-    return R->c;
+    return crosses(R, a, b) ? R->inter : R->c;
 }
 
-/* When the data of send se (from rank `from`, of layer lc) starts to move, given that it
+/* When the data of send se (from -> to, of layer lc) starts to move, given that it
  * could from `ready` on. Messages between nodes share their node's link: each
  * occupies it for its gap g(m) (its size over the link's bandwidth for large
  * messages), in the first free interval from ready on. The slot is taken once,
  * by whichever side asks first, so sender and receiver agree. -1: no memory. */
-static double xfer_start(replay *R, int from, msg_end *se, double ready,
+static double xfer_start(replay *R, int from, int to, msg_end *se, double ready,
                          const ct_cost_table *lc)
 {
     if (se->xfer >= 0)
         return se->xfer;
-    if (lc != R->inter || !R->links) {
+    if (!R->links || !crosses(R, from, to)) {
         se->xfer = ready;
         return ready;
     }
@@ -308,7 +312,7 @@ static int post_round(replay *R, int rank)
             po->g = pending_cost(c, c->g_us, c->g_pending_us, bytes, pending);
             /* Between nodes the node's link (xfer_start) spaces the transfers out, this
              * rank's included; the rank's own gap is its shared-memory engine's. */
-            int on_link = c == R->inter && R->links;
+            int on_link = R->links && crosses(R, rank, op->peer);
             double start = on_link || s->clock > s->link ? s->clock : s->link;
             s->clock = start + os;
             if (!on_link)
@@ -363,12 +367,12 @@ static int finish_round(replay *R, int rank, arrival *arr)
                 if (po->index >= po->ch->nrecvs)
                     return 0;
                 double rp = po->ch->recvs[po->index].t;
-                double x = xfer_start(R, rank, se, se->t > rp ? se->t : rp, lc);
+                double x = xfer_start(R, rank, op->peer, se, se->t > rp ? se->t : rp, lc);
                 if (x < 0)
                     return -1;
                 done = x + ct_cost_at(lc, lc->oneway_us, se->bytes);
             } else {
-                double x = xfer_start(R, rank, se, se->t, lc);
+                double x = xfer_start(R, rank, op->peer, se, se->t, lc);
                 if (x < 0)
                     return -1;
                 done = x + po->g;
@@ -382,7 +386,7 @@ static int finish_round(replay *R, int rank, arrival *arr)
             double start = se->t, m = se->bytes;
             if (mode_at(lc, m) == CT_MODE_RENDEZVOUS && po->ch->recvs[po->index].t > start)
                 start = po->ch->recvs[po->index].t;
-            if ((start = xfer_start(R, op->peer, se, start, lc)) < 0)
+            if ((start = xfer_start(R, op->peer, rank, se, start, lc)) < 0)
                 return -1;
             double orr = ct_cost_at(lc, lc->or_us, m);
             arr[narr++] = (arrival){.ready = start + ct_cost_at(lc, lc->oneway_us, m) - orr,

@@ -309,6 +309,11 @@ static void links_are_shared(void)
     if (ct_model_run(&c, 4, ps, 1, &res))
         printf("FAIL one node: %s\n", res.error), failures++;
     CHECK_NEAR(res.total_us, t, "one node: no shared link%s", "");
+    /* The same table for both layers: what decides is whether a message leaves its node. */
+    const int one_node[4] = {0, 0, 0, 0};
+    if (ct_model_run_layers(&c, &c, one_node, 4, ps, 1, &res))
+        printf("FAIL one node, two tables: %s\n", res.error), failures++;
+    CHECK_NEAR(res.total_us, t, "one node given as a layout: no shared link%s", "");
     for (int i = 0; i < 4; i++)
         ct_sched_free(&s[i]);
 }
