@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .store import problem_recorder, read_validated
+
 SCHEMA = "colltune-machine/1"
 SCHEMA_VERSION = 1
 PART_STATUSES = ("ok", "failed", "skipped", "interrupted", "running")
@@ -18,10 +20,7 @@ def validate(doc, where: str = "machine.json") -> list[str]:
     """Every problem found in a machine document (empty: valid)."""
     errors: list[str] = []
 
-    def need(cond, field, why):
-        if not cond:
-            errors.append(f"{where}: {field}: {why}")
-        return cond
+    need = problem_recorder(where, errors)
 
     if not need(isinstance(doc, dict), "(top)", "not a JSON object"):
         return errors
@@ -74,6 +73,5 @@ def _groups_ok(groups) -> bool:
 
 def load(path: str | Path) -> dict:
     """Read and validate a machine file; MachineFileError says what is wrong."""
-    from .store import read_validated
 
     return read_validated(path, validate, MachineFileError)

@@ -4,8 +4,9 @@ field and the reason, as every colltune input does; and the switch rule."""
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
+
+from .store import is_number, problem_recorder, read_validated
 
 SCHEMA = "colltune-p2p"
 SCHEMA_VERSION = 1
@@ -17,23 +18,16 @@ class P2PFileError(ValueError):
     """A p2p file that cannot be used: the message names the file, the field, why."""
 
 
-def _number(v) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def validate(doc, where: str = "p2p.json") -> list[str]:
     """Every problem found in a p2p document (empty: valid)."""
     errors: list[str] = []
 
-    def need(cond, field, why):
-        if not cond:
-            errors.append(f"{where}: {field}: {why}")
-        return cond
+    need = problem_recorder(where, errors)
 
     def value(v, field, null=False):
         if v is None and null:
             return True
-        if not need(_number(v), field, "not a number" + (" or null" if null else "")):
+        if not need(is_number(v), field, "not a number" + (" or null" if null else "")):
             return False
         return need(v >= 0, field, f"negative ({v})")
 
@@ -186,6 +180,5 @@ def switches(points: list[dict]) -> list[dict]:
 
 def load(path: str | Path) -> dict:
     """Read and validate a p2p file; P2PFileError says what is wrong."""
-    from .store import read_validated
 
     return read_validated(path, validate, P2PFileError)

@@ -13,6 +13,7 @@ import contextlib
 import csv
 import io
 import json
+import math
 import os
 import secrets
 import signal
@@ -117,6 +118,26 @@ def default_path() -> Path:
     # The XDG spec says a relative value is invalid and must be ignored.
     base = Path(data_home) if os.path.isabs(data_home) else Path.home() / ".local" / "share"
     return base / "colltune" / "colltune.db"
+
+
+def is_int(v) -> bool:
+    """A JSON integer (not a boolean)."""
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def is_number(v) -> bool:
+    """A finite JSON number (not a boolean)."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def problem_recorder(where: str, errors: list[str]):
+    """need(cond, field, why): records "where: field: why" in errors when cond is false, and
+    returns cond; the validators of the machine, p2p and table files share it."""
+    def need(cond, field, why):
+        if not cond:
+            errors.append(f"{where}: {field}: {why}")
+        return cond
+    return need
 
 
 def read_validated(path: str | os.PathLike, validate, error: type[Exception]) -> dict:

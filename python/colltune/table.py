@@ -8,6 +8,8 @@ import json
 import math
 from pathlib import Path
 
+from .store import is_int, is_number, problem_recorder, read_validated, write_atomic
+
 SCHEMA = "colltune-table"
 SCHEMA_VERSION = 1
 OPS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier")
@@ -17,22 +19,11 @@ class TableFileError(ValueError):
     """A table that cannot be used: the message names the file, the field, why."""
 
 
-def _int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _number(v) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
 def validate(doc, where: str = "table.json") -> list[str]:
     """Every problem found in a table document (empty: valid)."""
     errors: list[str] = []
 
-    def need(cond, field, why):
-        if not cond:
-            errors.append(f"{where}: {field}: {why}")
-        return cond
+    need = problem_recorder(where, errors)
 
     if not need(isinstance(doc, dict), "(top)", "not a JSON object"):
         return errors
@@ -40,7 +31,7 @@ def validate(doc, where: str = "table.json") -> list[str]:
                 f"expected {SCHEMA!r}, found {doc.get('schema')!r}"):
         return errors
     version = doc.get("schema_version")
-    if not need(version == SCHEMA_VERSION and _int(version), "schema_version",
+    if not need(version == SCHEMA_VERSION and is_int(version), "schema_version",
                 f"schema_version {version!r} is not supported "
                 f"(this colltune reads {SCHEMA_VERSION})"):
         return errors
@@ -50,7 +41,7 @@ def validate(doc, where: str = "table.json") -> list[str]:
     if need(isinstance(machine, dict), "machine", "missing or not an object"):
         need(isinstance(machine.get("cpu_model"), str), "machine.cpu_model",
              "missing or not a string")
-        need(_int(machine.get("logical_cores")) and machine["logical_cores"] >= 1,
+        need(is_int(machine.get("logical_cores")) and machine["logical_cores"] >= 1,
              "machine.logical_cores", "missing or not a positive integer")
     mpi = doc.get("mpi")
     if need(isinstance(mpi, dict), "mpi", "missing or not an object"):
@@ -68,20 +59,20 @@ def validate(doc, where: str = "table.json") -> list[str]:
         op_ok = need(e.get("op") in OPS, f + ".op",
                      "missing" if "op" not in e else
                      f"unknown operation {e.get('op')!r} (one of {', '.join(OPS)})")
-        ranks_ok = need(_int(e.get("ranks")) and e["ranks"] >= 1, f + ".ranks",
+        ranks_ok = need(is_int(e.get("ranks")) and e["ranks"] >= 1, f + ".ranks",
                         "missing" if "ranks" not in e else "not a positive integer")
-        size_ok = need(_int(e.get("size_bytes")) and e["size_bytes"] >= 0, f + ".size_bytes",
+        size_ok = need(is_int(e.get("size_bytes")) and e["size_bytes"] >= 0, f + ".size_bytes",
                        "missing" if "size_bytes" not in e else "not a non-negative integer")
         need(isinstance(e.get("algorithm"), str) and e["algorithm"] != "", f + ".algorithm",
              "missing" if "algorithm" not in e else "not a non-empty string")
-        need(_int(e.get("segsize")) and e["segsize"] >= 0, f + ".segsize",
+        need(is_int(e.get("segsize")) and e["segsize"] >= 0, f + ".segsize",
              "missing" if "segsize" not in e else "not a non-negative integer")
         for key, null in (("time_us", False), ("native_us", True)):
             v = e.get(key, "missing")
-            need((null and v is None) or (_number(v) and v >= 0), f"{f}.{key}",
+            need((null and v is None) or (is_number(v) and v >= 0), f"{f}.{key}",
                  "missing" if v == "missing" else
                  "not a non-negative number" + (" or null" if null else ""))
-        need(_int(e.get("evaluations")) and e["evaluations"] >= 0, f + ".evaluations",
+        need(is_int(e.get("evaluations")) and e["evaluations"] >= 0, f + ".evaluations",
              "missing" if "evaluations" not in e else "not a non-negative integer")
         if op_ok and ranks_ok and size_ok:
             key = (e["op"], e["ranks"], e["size_bytes"])
@@ -94,7 +85,6 @@ def validate(doc, where: str = "table.json") -> list[str]:
 
 def load(path: str | Path) -> dict:
     """Read and validate a table file; TableFileError says what is wrong."""
-    from .store import read_validated
 
     return read_validated(path, validate, TableFileError)
 
@@ -104,7 +94,6 @@ def write_table(doc: dict, path: str | Path) -> None:
     errors = validate(doc, str(path))
     if errors:
         raise TableFileError("; ".join(errors))
-    from .store import write_atomic
 
     write_atomic(path, json.dumps(doc, indent=1) + "\n")
 

@@ -1,5 +1,7 @@
 #include "monitor.h"
 
+#include "hwcount.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "colltune.h"
@@ -49,30 +50,9 @@ static void open_counters(void)
     static const uint64_t config[NCOUNTERS] = {PERF_COUNT_HW_INSTRUCTIONS,
                                                PERF_COUNT_HW_CPU_CYCLES,
                                                PERF_COUNT_HW_CACHE_MISSES};
-    for (int i = 0; i < NCOUNTERS; i++) {
-        struct perf_event_attr a;
-        memset(&a, 0, sizeof a);
-        a.size = sizeof a;
-        a.type = PERF_TYPE_HARDWARE;
-        a.config = config[i];
-        a.exclude_kernel = 1;
-        a.exclude_hv = 1;
-        a.inherit = 1;
-        perf_fd[i] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-        if (perf_fd[i] < 0 && !perf_why[0]) {
-            int err = errno;
-            FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
-            int paranoid = -99;
-            if (f) {
-                if (fscanf(f, "%d", &paranoid) != 1)
-                    paranoid = -99;
-                fclose(f);
-            }
-            snprintf(perf_why, sizeof perf_why,
-                     "perf_event_open(%s): %s (perf_event_paranoid %d; a VM may expose no "
-                     "hardware counters)", counter_names[i], strerror(err), paranoid);
-        }
-    }
+    for (int i = 0; i < NCOUNTERS; i++)
+        perf_fd[i] = ct_hwcount_open(config[i], counter_names[i], 0, 1,
+                                     perf_why[0] ? NULL : perf_why, sizeof perf_why);
 }
 
 static long long read_energy(void)

@@ -23,16 +23,15 @@
  * why they are unavailable). "progress D T" lines go to stderr. Bad arguments: exit 2.
  */
 #include <mpi.h>
-#include <errno.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
+#include "hwcount.h"
 #include "topo.h"
 
 #define MAX_REPS 100
@@ -235,22 +234,10 @@ static char perf_why[200];
 static void open_counters(void)
 {
     static const uint64_t cfg[2] = {PERF_COUNT_HW_INSTRUCTIONS, PERF_COUNT_HW_CPU_CYCLES};
-    for (int i = 0; i < 2; i++) {
-        struct perf_event_attr a;
-        memset(&a, 0, sizeof a);
-        a.size = sizeof a;
-        a.type = PERF_TYPE_HARDWARE;
-        a.config = cfg[i];
-        a.disabled = 1;
-        a.exclude_kernel = 1;
-        a.exclude_hv = 1;
-        perf_fd[i] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
-        if (perf_fd[i] < 0) {
-            snprintf(perf_why, sizeof perf_why, "perf_event_open: %s (a VM may expose no "
-                                                "hardware counters)", strerror(errno));
+    static const char *const names[2] = {"instructions", "cycles"};
+    for (int i = 0; i < 2; i++)
+        if ((perf_fd[i] = ct_hwcount_open(cfg[i], names[i], 1, 0, perf_why, sizeof perf_why)) < 0)
             return;
-        }
-    }
 }
 
 static void counters(int on)
