@@ -82,8 +82,15 @@ def _probe(tmp_path, b: MPIBuild, **env) -> subprocess.CompletedProcess:
     src = os.path.join(os.path.dirname(__file__), "..", "c", "export_probe.c")
     subprocess.run([mpicc, "-o", str(exe), src], check=True)
     e = {**os.environ, **b.launch_env(4), **env}
-    return subprocess.run(b.launch_command(4, [str(exe)], bind=False), env=e,
-                          capture_output=True, text=True, timeout=300)
+    for _ in range(3):
+        p = subprocess.run(b.launch_command(4, [str(exe)], bind=False), env=e,
+                           capture_output=True, text=True, timeout=300)
+        # hydra itself is sometimes killed by SIGPIPE while tearing down ranks that
+        # aborted, before it relayed a byte: that says nothing of the MPI's answer, so ask
+        # again (seen once in CI for the refused file)
+        if not (p.returncode < 0 and not p.stdout and not p.stderr):
+            break
+    return p
 
 
 def test_mpich_selects_the_exported_allreduce(tmp_path):
