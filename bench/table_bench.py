@@ -9,15 +9,20 @@ other, measured side by side in one run (issue 8, docs/BENCHMARKS.md §7).
 Every table's choice (what `colltune tune` put in it, looked up as the drop-in does) and the
 native collective of every MPI in --natives are measured at every (operation, size) point of
 the tables at --ranks. A table runs over the MPI it was tuned with. Candidates on one MPI are
-measured in one `ct_bench --serve` job, round-robin, --rounds times; a cell is the median of
-the rounds' medians, with the smallest and largest iteration over all rounds. The output is
+measured in one `ct_bench --serve` job, round-robin, --rounds times; a choice that several
+labels share at a point (two tables picking the same algorithm and segment size, or a table
+picking native) is measured once and shared, so identical choices compare as equal rather
+than differing by noise. A cell is the median of the rounds' medians, with the smallest and
+largest iteration over all rounds. The output is
 rewritten after every (operation, MPI), and a second run with the same output skips what is
 done, so an interrupted run resumes.
 
 The summary gives, per table: the ratio tuned / best native at every point (below 1:
 colltune faster), the share of points within 5% of the best native and at least 1.2x faster,
-and, when a table is labelled exhaustive, the share of points within 5% of the exhaustive
-table's choice and the tuning time against it.
+the same against the native collective of the table's own MPI (colltune runs over that MPI's
+point-to-point, so this ratio is what tuning gains there), and, when a table is labelled
+exhaustive, the share of points within 5% of the exhaustive table's choice and the tuning
+time against it.
 """
 
 from __future__ import annotations
@@ -93,30 +98,37 @@ def plan(tables: dict[str, dict], natives: list[str], ranks: int,
     return out
 
 
+def distinct(cands: dict[str, tuple]) -> list[tuple]:
+    """The (algorithm, segsize) choices of one point, each once, in first-seen order."""
+    return list(dict.fromkeys(cands.values()))
+
+
 def measure(build: MPIBuild, op: str, ranks: int, sizes: dict[int, dict[str, tuple]],
             rounds: int, iters: int, bar: ProgressBar, done_before: int, total: int) -> dict:
     server = Server(build, op, ranks, max(sizes))
-    samples: dict[int, dict[str, list[dict]]] = {s: {lab: [] for lab in c} for s, c in
-                                                 sizes.items()}
+    samples: dict[int, dict[tuple, list[dict]]] = {s: {ch: [] for ch in distinct(c)}
+                                                   for s, c in sizes.items()}
     done = done_before
     try:
         for _ in range(rounds):
             for size, cands in sizes.items():
-                for label, (alg, seg) in cands.items():
+                for alg, seg in distinct(cands):
                     server.evaluate(alg, seg, size, iters)
-                    samples[size][label].append(dict(server.last))
+                    samples[size][(alg, seg)].append(dict(server.last))
                     done += 1
                     bar.update(done, total)
     finally:
         server.close()
     cells = {}
-    for size, by_label in samples.items():
-        cells[str(size)] = {label: {"algorithm": sizes[size][label][0],
-                                    "segsize": sizes[size][label][1],
-                                    "median_us": statistics.median(r["median_us"] for r in rs),
-                                    "min_us": min(r.get("min_us", r["median_us"]) for r in rs),
-                                    "max_us": max(r.get("max_us", r["median_us"]) for r in rs)}
-                            for label, rs in by_label.items()}
+    for size, cands in sizes.items():
+        cells[str(size)] = {}
+        for label, ch in cands.items():
+            rs = samples[size][ch]
+            cells[str(size)][label] = {
+                "algorithm": ch[0], "segsize": ch[1],
+                "median_us": statistics.median(r["median_us"] for r in rs),
+                "min_us": min(r.get("min_us", r["median_us"]) for r in rs),
+                "max_us": max(r.get("max_us", r["median_us"]) for r in rs)}
     return cells
 
 
@@ -137,6 +149,7 @@ def summarise(doc: dict, tables: dict[str, dict]) -> str:
     head = ["op", "size", *natives, *labels, *(f"{lab} / best native" for lab in labels)]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     ratios: dict[str, list[float]] = {lab: [] for lab in labels}
+    own: dict[str, list[float]] = {lab: [] for lab in labels}  # against its own MPI's native
     vs_exh: dict[str, list[float]] = {lab: [] for lab in labels if lab != "exhaustive"}
     for (op, size), cells in sorted(merged.items()):
         best_native = min((cells[n]["median_us"] for n in natives if n in cells), default=None)
@@ -154,6 +167,9 @@ def summarise(doc: dict, tables: dict[str, dict]) -> str:
             r = c["median_us"] / best_native
             ratios[lab].append(r)
             row.append(f"{r:.2f}")
+            mine = cells.get(f"native-{tables[lab]['mpi']['build']}")
+            if mine and mine["median_us"] > 0:
+                own[lab].append(c["median_us"] / mine["median_us"])
             if lab in vs_exh and "exhaustive" in cells:
                 vs_exh[lab].append(c["median_us"] / cells["exhaustive"]["median_us"])
         lines.append("| " + " | ".join(row) + " |")
@@ -169,12 +185,19 @@ def summarise(doc: dict, tables: dict[str, dict]) -> str:
                      f"measurements): within 5% of the best native at {within} of {len(rs)} "
                      f"points, at least 1.2x faster at {faster}; worst {max(rs):.2f}, "
                      f"best {min(rs):.2f}")
+        ro = own[lab]
+        if ro:
+            lines.append(f"  - against native {t['mpi']['build']} alone: within 5% at "
+                         f"{sum(r <= 1.05 for r in ro)} of {len(ro)} points, at least 1.2x "
+                         f"faster at {sum(r <= 1 / 1.2 for r in ro)}; worst {max(ro):.2f}, "
+                         f"best {min(ro):.2f}")
     exh = tables.get("exhaustive")
     for lab, rs in vs_exh.items():
         if rs and exh:
             within = sum(r <= 1.05 for r in rs)
             t_exh, t_lab = exh.get("elapsed_s") or 0, tables[lab].get("elapsed_s") or 0
-            speed = f"{t_exh / t_lab:.0f}x less tuning time" if t_lab else "tuning time unknown"
+            speed = (f"{t_exh / t_lab:.1f}x less tuning time ({t_lab:.0f} s against "
+                     f"{t_exh:.0f} s)" if t_lab else "tuning time unknown")
             lines.append(f"- {lab} vs exhaustive: within 5% at {within} of {len(rs)} points "
                          f"({100 * within / len(rs):.0f}%), {speed}")
     return "\n".join(lines) + "\n"
@@ -196,8 +219,8 @@ def main(argv: list[str] | None = None) -> int:
             doc["groups"] = old.get("groups", {})
             print(f"table_bench: resuming {out}: {len(doc['groups'])} group(s) done",
                   file=sys.stderr)
-    total = sum(len(c) for g in groups.values() for c in g.values()) * args.rounds
-    done = sum(len(c) for k, g in groups.items() if f"{k[0]}@{k[1]}" in doc["groups"]
+    total = sum(len(distinct(c)) for g in groups.values() for c in g.values()) * args.rounds
+    done = sum(len(distinct(c)) for k, g in groups.items() if f"{k[0]}@{k[1]}" in doc["groups"]
                for c in g.values()) * args.rounds
     bar = ProgressBar(f"table bench at {args.ranks} ranks")
     status = 0
@@ -208,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             cells = measure(MPIBuild.select(mpi), op, args.ranks, sizes, args.rounds,
                             args.iters, bar, done, total)
-            done += sum(len(c) for c in sizes.values()) * args.rounds
+            done += sum(len(distinct(c)) for c in sizes.values()) * args.rounds
             doc["groups"][key] = {"op": op, "mpi": mpi, "cells": cells}
             write_atomic(out, json.dumps(doc, indent=1) + "\n")
     except KeyboardInterrupt:

@@ -68,6 +68,7 @@ typedef struct dyn_greq {
     /* Released by the completing thread, acquired by the callbacks that run in
      * the waiting one: MPI's own ordering is invisible to ThreadSanitizer. */
     atomic_int rc;
+    int cancelled; /* a receive still posted at ct_dyn_finalize */
 } dyn_greq;
 
 typedef struct dyn_recv {
@@ -97,6 +98,7 @@ typedef struct dyn_msg {
 /* One send in flight: what to release and whom to complete when it is done. */
 typedef struct dyn_send {
     int parts;     /* MPI sends not yet complete: 1 (inline), 2 (header, data) */
+    int rc;        /* what its requests complete with: not MPI_SUCCESS when half sent */
     dyn_msg *msg;  /* forwarded message: a reference (NULL at the origin) */
     void *hdr;     /* the header this send carries */
     int ng;
@@ -131,6 +133,13 @@ typedef struct reqvec {
 static struct {
     pthread_mutex_t lock;
     int on, rank, size, grouping, threaded;
+    /* Not MPI_SUCCESS once the engine lost track of its message stream (a header it
+     * could not read, a message half sent, a forward that failed): from then on it
+     * takes no new message and sends nothing, since a data message could be paired
+     * with the wrong header; the calls return this code (see engine_fail). */
+    int failed;
+    long drop_header_at; /* COLLTUNE_DYN_FAULT=drop-header:K (tests): the K-th header */
+    long headers_seen;
     long inline_max;
     MPI_Comm comm;
     dyn_recv *posted, **posted_tail;
@@ -193,7 +202,7 @@ static int greq_query(void *extra, MPI_Status *status)
     dyn_greq *g = extra;
     int rc = atomic_load_explicit(&g->rc, memory_order_acquire);
     MPI_Status_set_elements_x(status, MPI_BYTE, g->bytes);
-    MPI_Status_set_cancelled(status, 0);
+    MPI_Status_set_cancelled(status, g->cancelled);
     status->MPI_SOURCE = g->source;
     status->MPI_TAG = g->tag;
     status->MPI_ERROR = rc;
@@ -240,6 +249,8 @@ static void greq_done(dyn_greq *g, int rc)
     PMPI_Grequest_complete(r);
 }
 
+static void engine_fail(int rc);
+
 /* ---- Sending ------------------------------------------------------------ */
 
 /* Posts one message to list[0].rank: header for the n entries of list, then
@@ -247,6 +258,8 @@ static void greq_done(dyn_greq *g, int rc)
 static int post_message(int origin, const int32_t *list, int n, const void *buf, int count,
                         MPI_Datatype type, MPI_Count bytes, dyn_send *s)
 {
+    if (dyn.failed)
+        return dyn.failed;
     size_t hb = hdr_bytes(n);
     char *h = calloc(1, hb);
     if (!h)
@@ -280,11 +293,15 @@ static int post_message(int origin, const int32_t *list, int n, const void *buf,
         if (r[i] != MPI_REQUEST_NULL && (rc = reqvec_push(&dyn.sends, r[i], s)) == MPI_SUCCESS)
             s->parts++;
     if (rc != MPI_SUCCESS) {
-        /* Half sent (only under a non-fatal error handler): s stays in flight
-         * and completes when the header has left; the caller keeps it. */
+        /* Half sent (the header left, its data did not): s stays in flight and
+         * completes with rc when the header has left; the caller keeps it. The
+         * receiver now waits for a data message that will not come. */
         if (s->parts == 0) {
             free(h);
             s->hdr = NULL;
+        } else {
+            s->rc = rc;
+            engine_fail(rc);
         }
         return rc;
     }
@@ -310,7 +327,8 @@ static int subtree_len(int m, int n)
     return 2 * m < n ? m : n - m;
 }
 
-/* Sends to dest alone (a plain send), completing g when it leaves. */
+/* Sends to dest alone (a plain send), completing g when it leaves; g is
+ * completed here, with the error, when nothing could be sent. */
 static int plain_send(ct_dyn_data *d, int dest, int tag, dyn_greq *g)
 {
     dyn_send *s = calloc(1, sizeof *s);
@@ -318,6 +336,7 @@ static int plain_send(ct_dyn_data *d, int dest, int tag, dyn_greq *g)
     if (!s || !gs) {
         free(s);
         free(gs);
+        greq_done(g, MPI_ERR_NO_MEM);
         return MPI_ERR_NO_MEM;
     }
     gs[0] = g;
@@ -329,11 +348,12 @@ static int plain_send(ct_dyn_data *d, int dest, int tag, dyn_greq *g)
     if (rc != MPI_SUCCESS && s->parts == 0) {
         free(gs);
         free(s);
+        greq_done(g, rc);
         return rc;
     }
     d->inflight++;
     dyn.st.plain_sends++;
-    return MPI_SUCCESS;
+    return rc;
 }
 
 /* ---- Receiving ---------------------------------------------------------- */
@@ -442,9 +462,11 @@ static int arrived(dyn_msg *m)
         m->refs++;
         int r = post_message(m->origin, list + 2 * first, len, from, count, type, m->bytes, s);
         if (r != MPI_SUCCESS) {
-            m->refs--;
-            if (s->parts == 0)
+            if (s->parts == 0) {
+                m->refs--;
                 free(s);
+            }
+            engine_fail(r); /* that subtree will not get its data from here */
             rc = r;
             break;
         }
@@ -467,6 +489,21 @@ static int arrived(dyn_msg *m)
     return rc;
 }
 
+/* The engine lost track (see dyn.failed): the receives still posted will not
+ * be matched, so they complete now with rc. Under dyn.lock. */
+static void engine_fail(int rc)
+{
+    if (!dyn.failed)
+        dyn.failed = rc != MPI_SUCCESS ? rc : MPI_ERR_INTERN;
+    while (dyn.posted) {
+        dyn_recv *r = dyn.posted;
+        dyn.posted = r->next;
+        greq_done(r->g, dyn.failed);
+        free(r);
+    }
+    dyn.posted_tail = &dyn.posted;
+}
+
 /* A header (with its inline payload, or announcing the data message) from
  * source: inline, the message is whole; else the data receive is posted now,
  * into the oldest matching receive if one is posted, else into staging. */
@@ -479,8 +516,9 @@ static void header_arrived(char *b, MPI_Count len, int source)
     if (ok)
         ok = (MPI_Count)hdr_bytes(h->n) + (apart ? 0 : h->data_bytes) == len;
     dyn_msg *m = ok ? calloc(1, sizeof *m) : NULL;
-    if (!m) { /* not ours or no memory: nothing sensible to do but drop it */
+    if (!m) { /* not ours or no memory: a data message may follow it */
         free(b);
+        engine_fail(ok ? MPI_ERR_NO_MEM : MPI_ERR_INTERN);
         return;
     }
     const int32_t *list = (const int32_t *)(const void *)(b + sizeof *h);
@@ -508,12 +546,17 @@ static void header_arrived(char *b, MPI_Count len, int source)
                                      dyn.comm, &r)
                         : MPI_ERR_NO_MEM;
     }
-    if (rc == MPI_SUCCESS)
-        rc = reqvec_push(&dyn.recvs, r, m);
-    if (rc != MPI_SUCCESS && m->into) {
-        greq_done(m->into->g, rc);
-        free(m->into);
-        m->into = NULL;
+    if (rc == MPI_SUCCESS && (rc = reqvec_push(&dyn.recvs, r, m)) != MPI_SUCCESS)
+        PMPI_Cancel(&r); /* unlikely (no memory): the data is lost either way */
+    if (rc != MPI_SUCCESS) {
+        if (m->into) {
+            greq_done(m->into->g, rc);
+            free(m->into);
+        }
+        free(m->staging);
+        free(m->hdr);
+        free(m);
+        engine_fail(rc);
     }
 }
 
@@ -524,7 +567,7 @@ static void header_arrived(char *b, MPI_Count len, int source)
 static int poll_locked(void)
 {
     int moved = 0;
-    for (;;) {
+    while (!dyn.failed) {
         int flag = 0;
         MPI_Message msg;
         MPI_Status st;
@@ -537,19 +580,32 @@ static int poll_locked(void)
         moved = 1;
         if (!b || len > INT_MAX) { /* nowhere to put it: take it off the wire, drop it */
             char dummy;
-            PMPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+            int rc = b ? MPI_ERR_COUNT : MPI_ERR_NO_MEM;
+            PMPI_Mrecv(&dummy, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE); /* truncated */
             free(b);
-            continue;
+            engine_fail(rc);
+            break;
         }
         /* Blocking, but the message is matched and small (a header, or inline
          * data): in order, so that the data receives are posted in order. */
-        PMPI_Mrecv(b, (int)len, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        int rc = PMPI_Mrecv(b, (int)len, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        if (rc == MPI_SUCCESS && ++dyn.headers_seen == dyn.drop_header_at)
+            rc = MPI_ERR_NO_MEM; /* the injected fault: as if b could not be had */
+        if (rc != MPI_SUCCESS) {
+            free(b);
+            engine_fail(rc);
+            break;
+        }
         header_arrived(b, len, st.MPI_SOURCE);
     }
     int outcount = 0;
     if (dyn.recvs.n) {
-        PMPI_Testsome(dyn.recvs.n, dyn.recvs.req, &outcount, dyn.recvs.idx,
-                      MPI_STATUSES_IGNORE);
+        /* An error in a data receive: the payload cannot be trusted, and with
+         * the statuses ignored neither can the others completed with it. */
+        int trc = PMPI_Testsome(dyn.recvs.n, dyn.recvs.req, &outcount, dyn.recvs.idx,
+                                MPI_STATUSES_IGNORE);
+        if (trc != MPI_SUCCESS)
+            engine_fail(trc);
         if (outcount > 0 && outcount != MPI_UNDEFINED) {
             /* In index order: posting order, so a source's messages stay in order. */
             for (int i = 0; i < outcount; i++)
@@ -559,23 +615,39 @@ static int poll_locked(void)
                         dyn.recvs.idx[i] = dyn.recvs.idx[j];
                         dyn.recvs.idx[j] = t;
                     }
-            for (int i = 0; i < outcount; i++)
-                arrived(dyn.recvs.what[dyn.recvs.idx[i]]);
+            for (int i = 0; i < outcount; i++) {
+                dyn_msg *m = dyn.recvs.what[dyn.recvs.idx[i]];
+                if (trc == MPI_SUCCESS) {
+                    arrived(m);
+                    continue;
+                }
+                if (m->into) {
+                    greq_done(m->into->g, trc);
+                    free(m->into);
+                }
+                free(m->staging);
+                free(m->hdr);
+                free(m);
+            }
             reqvec_compact(&dyn.recvs);
             moved = 1;
         }
     }
     if (dyn.sends.n) {
         outcount = 0;
-        PMPI_Testsome(dyn.sends.n, dyn.sends.req, &outcount, dyn.sends.idx,
-                      MPI_STATUSES_IGNORE);
+        int trc = PMPI_Testsome(dyn.sends.n, dyn.sends.req, &outcount, dyn.sends.idx,
+                                MPI_STATUSES_IGNORE);
+        if (trc != MPI_SUCCESS)
+            engine_fail(trc);
         if (outcount > 0 && outcount != MPI_UNDEFINED) {
             for (int i = 0; i < outcount; i++) {
                 dyn_send *s = dyn.sends.what[dyn.sends.idx[i]];
+                if (trc != MPI_SUCCESS && s->rc == MPI_SUCCESS)
+                    s->rc = trc;
                 if (--s->parts > 0)
                     continue;
                 for (int k = 0; k < s->ng; k++)
-                    greq_done(s->gs[k], MPI_SUCCESS);
+                    greq_done(s->gs[k], s->rc);
                 if (s->msg)
                     msg_release(s->msg);
                 if (s->data)
@@ -624,6 +696,9 @@ static int dyn_init(MPI_Comm comm, int want_thread)
     int rc = PMPI_Comm_dup(comm, &dup); /* collective */
     if (rc != MPI_SUCCESS)
         return rc;
+    /* The engine handles its own errors (engine_fail) and reports them through
+     * the calls and the requests, whatever handler comm has. */
+    PMPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
     /* ct_progress_start is collective the first time */
     int threaded = want_thread && ct_progress_start(comm) == MPI_SUCCESS;
     pthread_mutex_lock(&dyn.lock);
@@ -643,6 +718,10 @@ static int dyn_init(MPI_Comm comm, int want_thread)
     dyn.threaded = threaded;
     const char *e = getenv("COLLTUNE_DYN_INLINE");
     dyn.inline_max = e && *e ? atol(e) : DYN_INLINE_DEFAULT;
+    e = getenv("COLLTUNE_DYN_FAULT");
+    dyn.drop_header_at = e && !strncmp(e, "drop-header:", 12) ? atol(e + 12) : 0;
+    dyn.headers_seen = 0;
+    dyn.failed = MPI_SUCCESS;
     dyn.on = 1;
     pthread_mutex_unlock(&dyn.lock);
     ct_progress_set_hook(poll_hook);
@@ -661,10 +740,12 @@ int ct_dyn_init_polled(MPI_Comm comm)
 
 int ct_dyn_finalize(void)
 {
-    /* Our sends complete once their receivers took them: drain, then agree. */
+    /* Our sends complete once their receivers took them: drain, then agree.
+     * After a failure they may never complete (their receiver failed too, or
+     * waits for data that was lost): they are left to MPI. */
     for (;;) {
         pthread_mutex_lock(&dyn.lock);
-        int left = dyn.on ? (poll_locked(), dyn.sends.n + dyn.recvs.n) : -1;
+        int left = dyn.on ? (poll_locked(), dyn.failed ? 0 : dyn.sends.n + dyn.recvs.n) : -1;
         pthread_mutex_unlock(&dyn.lock);
         if (left < 0)
             return MPI_ERR_OTHER;
@@ -682,6 +763,14 @@ int ct_dyn_finalize(void)
     ct_progress_set_hook(NULL);
     pthread_mutex_lock(&dyn.lock);
     int pending = dyn.posted || dyn.unexpected || dyn.sends.n || dyn.recvs.n;
+    while (dyn.posted) { /* never matched: their requests say cancelled */
+        dyn_recv *r = dyn.posted;
+        dyn.posted = r->next;
+        r->g->cancelled = 1;
+        r->g->bytes = 0;
+        greq_done(r->g, MPI_SUCCESS);
+        free(r);
+    }
     while (dyn.unexpected) {
         dyn_msg *m = dyn.unexpected;
         dyn.unexpected = m->next;
@@ -690,8 +779,11 @@ int ct_dyn_finalize(void)
     reqvec_free(&dyn.recvs);
     reqvec_free(&dyn.sends);
     PMPI_Comm_free(&dyn.comm);
+    int failed = dyn.failed;
     dyn.on = 0;
     pthread_mutex_unlock(&dyn.lock);
+    if (rc == MPI_SUCCESS && failed)
+        rc = failed;
     if (rc == MPI_SUCCESS && pending)
         rc = MPI_ERR_PENDING;
     return rc;
@@ -737,11 +829,14 @@ int ct_dyn_isend(ct_dyn_data *d, int dest, int tag, MPI_Request *req)
         rc = MPI_ERR_OTHER;
     else if (dest < 0 || dest >= dyn.size)
         rc = MPI_ERR_RANK;
+    else if (dyn.failed)
+        rc = dyn.failed;
     dyn_greq *g = NULL;
     if (rc == MPI_SUCCESS)
         rc = greq_new(dest, tag, &g, req);
     if (rc == MPI_SUCCESS && d->ready) {
         rc = plain_send(d, dest, tag, g); /* late: nothing to group with */
+        g = NULL;                         /* completed there on failure */
     } else if (rc == MPI_SUCCESS) {
         if (d->npend == d->cap) {
             int nc = d->cap ? 2 * d->cap : 8;
@@ -778,17 +873,18 @@ int ct_dyn_ready(ct_dyn_data *d)
     if (k == 1 || (k > 1 && !dyn.grouping)) {
         for (int i = 0; i < k; i++) {
             int r = plain_send(d, d->pend[i].dest, d->pend[i].tag, d->pend[i].g);
-            if (r != MPI_SUCCESS) {
-                greq_done(d->pend[i].g, r);
+            if (r != MPI_SUCCESS)
                 rc = r;
-            }
         }
     } else if (k > 1) {
         /* The list [me, d1..dk]: position 0 is the origin (its tag unused). */
         int n = k + 1;
         int32_t *list = malloc(sizeof *list * 2 * (size_t)n);
-        if (!list)
+        if (!list) {
             rc = MPI_ERR_NO_MEM;
+            for (int i = 0; i < k; i++)
+                greq_done(d->pend[i].g, rc);
+        }
         for (int i = 0; list && i < k; i++) {
             list[2 * (i + 1)] = d->pend[i].dest;
             list[2 * (i + 1) + 1] = d->pend[i].tag;
@@ -858,7 +954,12 @@ int ct_dyn_irecv(void *buf, int count, MPI_Datatype type, int origin, int tag,
     if (!r)
         return MPI_ERR_NO_MEM;
     pthread_mutex_lock(&dyn.lock);
-    int rc = dyn.on ? greq_new(origin, tag, &r->g, req) : MPI_ERR_OTHER;
+    dyn_msg **p = &dyn.unexpected;
+    while (dyn.on && *p && !matches(origin, tag, (*p)->origin, (*p)->tag))
+        p = &(*p)->next;
+    /* After a failure only data already here can still be received. */
+    int rc = !dyn.on ? MPI_ERR_OTHER : !*p && dyn.failed ? dyn.failed
+                                                         : greq_new(origin, tag, &r->g, req);
     if (rc != MPI_SUCCESS) {
         pthread_mutex_unlock(&dyn.lock);
         free(r);
@@ -869,17 +970,16 @@ int ct_dyn_irecv(void *buf, int count, MPI_Datatype type, int origin, int tag,
     r->type = type;
     r->origin = origin;
     r->tag = tag;
-    for (dyn_msg **p = &dyn.unexpected; *p; p = &(*p)->next)
-        if (matches(origin, tag, (*p)->origin, (*p)->tag)) {
-            dyn_msg *m = *p;
-            *p = m->next;
-            if (!*p)
-                dyn.unexpected_tail = p;
-            deliver(r, m);
-            msg_release(m);
-            pthread_mutex_unlock(&dyn.lock);
-            return MPI_SUCCESS;
-        }
+    if (*p) {
+        dyn_msg *m = *p;
+        *p = m->next;
+        if (!*p)
+            dyn.unexpected_tail = p;
+        deliver(r, m);
+        msg_release(m);
+        pthread_mutex_unlock(&dyn.lock);
+        return MPI_SUCCESS;
+    }
     r->next = NULL;
     *dyn.posted_tail = r;
     dyn.posted_tail = &r->next;

@@ -492,17 +492,21 @@ int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 
 
 /* The wait and test family: colltune's application-side part first. While the monitor
- * has non-blocking receives pending, the handles are saved before they complete (the call
- * sets them to MPI_REQUEST_NULL) and statuses the caller ignores are given a place, so the
- * completed receives can be counted from their statuses. Up to MON_STACK requests this
- * lives on the stack; only a larger wait while receives are pending allocates. */
+ * has non-blocking receives pending, the handles and their slots in the monitor's table
+ * are saved before they complete (the call sets them to MPI_REQUEST_NULL, and MPI may
+ * give a handle to another thread's receive as soon as it completes: ct_monitor_find)
+ * and statuses the caller ignores are given a place, so the completed receives can be
+ * counted from their statuses. Up to MON_STACK requests this lives on the stack; only a
+ * larger wait while receives are pending allocates. */
 
 enum { MON_STACK = 64 };
 
 typedef struct mon_saved {
     MPI_Request req_stack[MON_STACK];
+    long slot_stack[MON_STACK];
     MPI_Status st_stack[MON_STACK];
     MPI_Request *req;
+    long *slot;
     MPI_Status *st;
 } mon_saved;
 
@@ -512,17 +516,22 @@ static MPI_Status *mon_save(mon_saved *s, int count, const MPI_Request *requests
 {
     int small = count <= MON_STACK;
     s->req = small ? s->req_stack : malloc(sizeof(MPI_Request) * (size_t)count);
+    s->slot = small ? s->slot_stack : malloc(sizeof(long) * (size_t)count);
     s->st = statuses;
     if (statuses == MPI_STATUSES_IGNORE)
         s->st = small ? s->st_stack : malloc(sizeof(MPI_Status) * (size_t)count);
-    if (!s->req || !s->st) {
+    if (!s->req || !s->slot || !s->st) {
         if (s->req != s->req_stack)
             free(s->req);
+        if (s->slot != s->slot_stack)
+            free(s->slot);
         if (s->st != statuses && s->st != s->st_stack)
             free(s->st);
         return NULL;
     }
     memcpy(s->req, requests, sizeof(MPI_Request) * (size_t)count);
+    for (int i = 0; i < count; i++)
+        s->slot[i] = ct_monitor_find(requests[i]);
     return s->st;
 }
 
@@ -530,15 +539,17 @@ static void mon_release(mon_saved *s, MPI_Status *statuses)
 {
     if (s->req != s->req_stack)
         free(s->req);
+    if (s->slot != s->slot_stack)
+        free(s->slot);
     if (s->st != statuses && s->st != s->st_stack)
         free(s->st);
 }
 
-/* rc of a call that completed requests with statuses st: MPI_ERR_IN_STATUS says which. */
-static void mon_complete(int rc, MPI_Request req, const MPI_Status *st)
+/* Request i of s completed (rc of the call) with status st: MPI_ERR_IN_STATUS says which. */
+static void mon_complete(int rc, const mon_saved *s, int i, const MPI_Status *st)
 {
     if (rc == MPI_SUCCESS || (rc == MPI_ERR_IN_STATUS && st->MPI_ERROR == MPI_SUCCESS))
-        ct_monitor_complete(req, st);
+        ct_monitor_complete_at(s->slot[i], s->req[i], st);
 }
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
@@ -548,19 +559,20 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     unsigned long long t0 = ct_monitor_ticks();
     MPI_Request saved = *request;
     MPI_Status own;
-    int watch = ct_monitor_pending != 0;
-    if (watch && status == MPI_STATUS_IGNORE)
+    long slot = ct_monitor_pending ? ct_monitor_find(saved) : -1;
+    if (slot >= 0 && status == MPI_STATUS_IGNORE)
         status = &own;
     int rc = ct_wait(request, status);
-    if (watch && rc == MPI_SUCCESS)
-        ct_monitor_complete(saved, status);
+    if (slot >= 0 && rc == MPI_SUCCESS)
+        ct_monitor_complete_at(slot, saved, status);
     ct_monitor_time(ct_monitor_ticks() - t0);
     return rc;
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
-    if (!ct_monitor_level || !ct_monitor_pending)
+    long slot;
+    if (!ct_monitor_level || !ct_monitor_pending || (slot = ct_monitor_find(*request)) < 0)
         return ct_test(request, flag, status);
     MPI_Request saved = *request;
     MPI_Status own;
@@ -568,7 +580,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
         status = &own;
     int rc = ct_test(request, flag, status);
     if (rc == MPI_SUCCESS && *flag)
-        ct_monitor_complete(saved, status);
+        ct_monitor_complete_at(slot, saved, status);
     return rc;
 }
 
@@ -583,7 +595,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
     int rc = ct_waitall(count, requests, st ? st : statuses);
     if (st) {
         for (int i = 0; i < count; i++)
-            mon_complete(rc, s.req[i], &st[i]);
+            mon_complete(rc, &s, i, &st[i]);
         mon_release(&s, statuses);
     }
     ct_monitor_time(ct_monitor_ticks() - t0);
@@ -600,7 +612,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
     if (st) {
         if (*flag)
             for (int i = 0; i < count; i++)
-                mon_complete(rc, s.req[i], &st[i]);
+                mon_complete(rc, &s, i, &st[i]);
         mon_release(&s, statuses);
     }
     return rc;
@@ -629,7 +641,8 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
     int rc = waitany(count, requests, index, st && status == MPI_STATUS_IGNORE ? &own : status);
     if (st) {
         if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
-            ct_monitor_complete(s.req[*index], status == MPI_STATUS_IGNORE ? &own : status);
+            ct_monitor_complete_at(s.slot[*index], s.req[*index],
+                                   status == MPI_STATUS_IGNORE ? &own : status);
         mon_release(&s, MPI_STATUSES_IGNORE);
     }
     ct_monitor_time(ct_monitor_ticks() - t0);
@@ -648,7 +661,7 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
     int rc = PMPI_Testany(count, requests, index, flag, use);
     if (st) {
         if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
-            ct_monitor_complete(s.req[*index], use);
+            ct_monitor_complete_at(s.slot[*index], s.req[*index], use);
         mon_release(&s, MPI_STATUSES_IGNORE);
     }
     return rc;
@@ -686,7 +699,7 @@ static int some(int wait, int incount, MPI_Request requests[], int *outcount, in
     if (st) {
         if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
             for (int k = 0; k < *outcount; k++)
-                mon_complete(rc, s.req[indices[k]], &st[k]);
+                mon_complete(rc, &s, indices[k], &st[k]);
         mon_release(&s, statuses);
     }
     return rc;
@@ -762,9 +775,9 @@ int MPI_Finalize(void)
         if (!ct_monitor_level)                                                              \
             return call;                                                                    \
         ct_monitor_send(comm, dest, count, type);                                           \
-        unsigned long long t0_ = ct_monitor_ticks();                                                          \
+        unsigned long long t0_ = ct_monitor_ticks();                                        \
         int rc_ = call;                                                                     \
-        ct_monitor_time(ct_monitor_ticks() - t0_);                                                \
+        ct_monitor_time(ct_monitor_ticks() - t0_);                                          \
         return rc_;                                                                         \
     } while (0)
 
@@ -823,9 +836,9 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MP
         MPI_Status own_;                                                                    \
         if (status == MPI_STATUS_IGNORE)                                                    \
             status = &own_;                                                                 \
-        unsigned long long t0_ = ct_monitor_ticks();                                                          \
+        unsigned long long t0_ = ct_monitor_ticks();                                        \
         int rc_ = call;                                                                     \
-        ct_monitor_time(ct_monitor_ticks() - t0_);                                                \
+        ct_monitor_time(ct_monitor_ticks() - t0_);                                          \
         if (rc_ == MPI_SUCCESS)                                                             \
             ct_monitor_recv(comm, status);                                                  \
         return rc_;                                                                         \

@@ -355,11 +355,21 @@ void ct_monitor_recv(MPI_Comm comm, const MPI_Status *status)
 /* Pending non-blocking receives: open addressing over PEND_SLOTS keys. A receive probes
  * at most PEND_PROBE slots from its hash, so a lookup reads a bounded run (two cache
  * lines) and a slot can be emptied on completion without tombstones. Key 0 is a free
- * slot: no MPICH handle nor Open MPI pointer is 0. */
+ * slot: no MPICH handle nor Open MPI pointer is 0.
+ *
+ * A handle is reused by MPI as soon as its request completes, so with several threads
+ * one key may sit in two slots for a moment: the completed receive's, not yet emptied
+ * by its thread, and a new one's. Each entry carries a generation (0: being written),
+ * and the wait family finds the slot before the call, while the handle is live: the
+ * newest entry with that key is then the caller's, since any older one belongs to a
+ * receive already completed. After the call the slot found is emptied, whatever was
+ * posted with the same key meanwhile. */
 enum { PEND_SLOTS = 4096, PEND_PROBE = 16 };
 static _Atomic uintptr_t pend_key[PEND_SLOTS + PEND_PROBE];
+static _Atomic uint64_t pend_gen[PEND_SLOTS + PEND_PROBE];
 static const int *pend_ranks[PEND_SLOTS + PEND_PROBE];
 static unsigned char pend_layer[PEND_SLOTS + PEND_PROBE];
+static _Atomic uint64_t pend_next_gen = 1;
 _Atomic int ct_monitor_pending;
 
 static int still_pending(const void *ranks)
@@ -399,6 +409,9 @@ void ct_monitor_post(MPI_Comm comm, MPI_Request req)
             atomic_compare_exchange_strong(&pend_key[i], &free_key, key)) {
             pend_ranks[i] = ranks;
             pend_layer[i] = (unsigned char)(ct_monitor_in_collective != 0);
+            atomic_store_explicit(
+                &pend_gen[i], atomic_fetch_add_explicit(&pend_next_gen, 1, memory_order_relaxed),
+                memory_order_release);
             atomic_fetch_add_explicit(&ct_monitor_pending, 1, memory_order_relaxed);
             return;
         }
@@ -406,28 +419,44 @@ void ct_monitor_post(MPI_Comm comm, MPI_Request req)
     untracked++;
 }
 
-/* The slot holding key, emptied; -1 when none does. */
-static long take(uintptr_t key, const int **ranks, int *layer)
+long ct_monitor_find(MPI_Request req)
 {
+    if (req == MPI_REQUEST_NULL)
+        return -1;
+    uintptr_t key = req_key(req);
     size_t h = req_slot(key);
+    long best = -1;
+    uint64_t best_gen = 0;
     for (size_t i = h; i < h + PEND_PROBE; i++)
         if (atomic_load_explicit(&pend_key[i], memory_order_acquire) == key) {
-            *ranks = pend_ranks[i];
-            *layer = pend_layer[i];
-            uintptr_t k = key;
-            if (!atomic_compare_exchange_strong(&pend_key[i], &k, 0))
-                continue; /* another thread completed the same handle */
-            atomic_fetch_sub_explicit(&ct_monitor_pending, 1, memory_order_relaxed);
-            return (long)i;
+            uint64_t g = atomic_load_explicit(&pend_gen[i], memory_order_acquire);
+            if (g > best_gen)
+                best = (long)i, best_gen = g;
         }
-    return -1;
+    return best;
 }
 
-int ct_monitor_complete(MPI_Request req, const MPI_Status *status)
+/* Empties slot (found for req by ct_monitor_find); 0 when it no longer held req. */
+static int take_at(long slot, MPI_Request req, const int **ranks, int *layer)
+{
+    if (slot < 0)
+        return 0;
+    (void)atomic_load_explicit(&pend_gen[slot], memory_order_acquire); /* after its post */
+    *ranks = pend_ranks[slot];
+    *layer = pend_layer[slot];
+    atomic_store_explicit(&pend_gen[slot], 0, memory_order_relaxed);
+    uintptr_t k = req_key(req);
+    if (!atomic_compare_exchange_strong(&pend_key[slot], &k, 0))
+        return 0;
+    atomic_fetch_sub_explicit(&ct_monitor_pending, 1, memory_order_relaxed);
+    return 1;
+}
+
+int ct_monitor_complete_at(long slot, MPI_Request req, const MPI_Status *status)
 {
     const int *ranks;
     int layer;
-    if (req == MPI_REQUEST_NULL || take(req_key(req), &ranks, &layer) < 0)
+    if (!take_at(slot, req, &ranks, &layer))
         return 0;
     int cancelled = 0;
     PMPI_Test_cancelled(status, &cancelled);
@@ -440,8 +469,14 @@ void ct_monitor_forget(MPI_Request req)
 {
     const int *ranks;
     int layer;
-    if (req != MPI_REQUEST_NULL)
-        take(req_key(req), &ranks, &layer);
+    take_at(ct_monitor_find(req), req, &ranks, &layer);
+}
+
+void ct_monitor_received(int layer, int peer, unsigned long long *m, unsigned long long *b)
+{
+    int ok = layer >= 0 && layer < 2 && peer >= 0 && peer < world_size && rmsgs[layer];
+    *m = ok ? rmsgs[layer][peer] : 0;
+    *b = ok ? rbytes[layer][peer] : 0;
 }
 
 void ct_monitor_native(int op, long long b)

@@ -44,11 +44,19 @@ extern _Atomic int ct_monitor_pending;
 void ct_monitor_recv(MPI_Comm comm, const MPI_Status *status);
 /* A non-blocking receive posted on comm, request *req. */
 void ct_monitor_post(MPI_Comm comm, MPI_Request req);
-/* Request `req` (its handle before completion) completed with status: counts it when it
- * is a noted receive. Returns 1 when it was one. */
-int ct_monitor_complete(MPI_Request req, const MPI_Status *status);
+/* The slot of noted receive `req`, or -1: called before the call that may complete it,
+ * while the handle is live (MPI reuses a completed request's handle at once, so after
+ * the call the handle may name another thread's new receive). */
+long ct_monitor_find(MPI_Request req);
+/* The receive found at slot for `req` completed with status: counts it. Returns 1 when
+ * it was a noted receive. */
+int ct_monitor_complete_at(long slot, MPI_Request req, const MPI_Status *status);
 /* Request `req` freed or cancelled uncompleted: forgets it. */
 void ct_monitor_forget(MPI_Request req);
+/* What this rank counted so far as received from world rank peer (level peers and up),
+ * layer 0: the application's point-to-point, 1: colltune's collectives. For tests. */
+void ct_monitor_received(int layer, int peer, unsigned long long *msgs,
+                         unsigned long long *bytes);
 /* One call of a native collective (op as ct_coll) moving bytes per rank. */
 void ct_monitor_native(int op, long long bytes);
 /* A cheap clock for the time in MPI: the TSC on x86-64 (invariant there; converted to

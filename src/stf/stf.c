@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -91,7 +92,18 @@ struct ct_stf {
     pending_req *inbox;
     int ninbox, capinbox;
     ct_stf_stats stats;
+    /* The first MPI or dyn error of a transfer, returned by ct_stf_wait_all. A transfer
+     * that could not be posted is handed on as MPI_REQUEST_NULL and counted done by the
+     * waiting loop, so the graph still runs out instead of waiting for it forever. */
+    atomic_int error;
 };
+
+static void note_error(ct_stf *s, int rc)
+{
+    int none = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS)
+        atomic_compare_exchange_strong(&s->error, &none, rc);
+}
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -163,8 +175,12 @@ static void hand_request(ct_stf *s, MPI_Request req, node *n)
 /* The plain back end's send, once the version exists. */
 static void post_mpi_send(ct_stf *s, node *n)
 {
-    MPI_Request req;
-    MPI_Isend(n->buf, n->h->count, n->h->type, n->peer, n->tag, s->comm, &req);
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = MPI_Isend(n->buf, n->h->count, n->h->type, n->peer, n->tag, s->comm, &req);
+    if (rc != MPI_SUCCESS) {
+        note_error(s, rc);
+        req = MPI_REQUEST_NULL;
+    }
     hand_request(s, req, n);
 }
 
@@ -234,7 +250,7 @@ static void node_done(ct_stf *s, node *n)
                 v->ready = 1;
 #ifdef CT_HAVE_DYN
                 if (v->dyn)
-                    ct_dyn_ready(v->dyn);
+                    note_error(s, ct_dyn_ready(v->dyn));
 #endif
             }
         }
@@ -283,7 +299,12 @@ int ct_stf_create(MPI_Comm comm, int workers, ct_stf_comm how, ct_stf **out)
         return MPI_ERR_NO_MEM;
     s->how = how;
     s->nworkers = workers;
-    MPI_Comm_dup(comm, &s->comm);
+    int rc = MPI_Comm_dup(comm, &s->comm);
+    if (rc != MPI_SUCCESS) {
+        free(s);
+        return rc;
+    }
+    atomic_init(&s->error, MPI_SUCCESS);
     MPI_Comm_rank(s->comm, &s->rank);
     MPI_Comm_size(s->comm, &s->size);
     MPI_Comm_get_attr(s->comm, MPI_TAG_UB, &ub, &flag);
@@ -294,7 +315,7 @@ int ct_stf_create(MPI_Comm comm, int workers, ct_stf_comm how, ct_stf **out)
          * thread already and drives the engine (ct_dyn_progress); a second polling
          * thread per rank only takes cores from the workers (on 4 ranks of 2 cores,
          * 0.14 s against 0.063 s for N = 1920, docs/CHOLESKY.md). */
-        int rc = ct_dyn_init_polled(s->comm);
+        rc = ct_dyn_init_polled(s->comm);
         if (rc != MPI_SUCCESS) {
             MPI_Comm_free(&s->comm);
             free(s);
@@ -368,22 +389,25 @@ static int need_send(ct_stf *s, ct_stf_data *h, int dest)
 #ifdef CT_HAVE_DYN
     /* Posted now, before the version exists: that is what lets the layer group them. */
     version *v = h->ver;
+    int rc = MPI_SUCCESS;
     if (!v->dyn) {
         ct_dyn_data *d;
-        int rc = ct_dyn_data_create(h->home, h->count, h->type, &d);
-        if (rc != MPI_SUCCESS)
-            return rc;
-        v->dyn = d;
-        if (v->ready)
-            ct_dyn_ready(d);
+        rc = ct_dyn_data_create(h->home, h->count, h->type, &d);
+        if (rc == MPI_SUCCESS) {
+            v->dyn = d;
+            if (v->ready)
+                rc = ct_dyn_ready(d);
+        }
     }
-    MPI_Request req;
-    int rc = ct_dyn_isend(v->dyn, dest, n->tag, &req);
-    if (rc != MPI_SUCCESS)
-        return rc;
+    MPI_Request req = MPI_REQUEST_NULL;
+    if (rc == MPI_SUCCESS && (rc = ct_dyn_isend(v->dyn, dest, n->tag, &req)) != MPI_SUCCESS)
+        req = MPI_REQUEST_NULL;
+    note_error(s, rc);
     hand_request(s, req, n);
-#endif
+    return rc;
+#else
     return MPI_SUCCESS;
+#endif
 }
 
 /* This rank's copy of h's current version (owned elsewhere), received once. Graph lock held. */
@@ -404,13 +428,18 @@ static copy *need_copy(ct_stf *s, ct_stf_data *h)
     /* Away from the owner the receive is what produces this rank's copy: readers wait for it. */
     h->writer = r;
     h->cur = c;
-    MPI_Request req;
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc;
 #ifdef CT_HAVE_DYN
     if (s->how != CT_STF_COMM_MPI)
-        ct_dyn_irecv(c->buf, h->count, h->type, h->owner, r->tag, &req);
+        rc = ct_dyn_irecv(c->buf, h->count, h->type, h->owner, r->tag, &req);
     else
 #endif
-        MPI_Irecv(c->buf, h->count, h->type, h->owner, r->tag, s->comm, &req);
+        rc = MPI_Irecv(c->buf, h->count, h->type, h->owner, r->tag, s->comm, &req);
+    if (rc != MPI_SUCCESS) { /* the readers run on a copy never received: see s->error */
+        note_error(s, rc);
+        req = MPI_REQUEST_NULL;
+    }
     hand_request(s, req, r);
     s->stats.recvs++;
     return c;
@@ -518,12 +547,25 @@ int ct_stf_wait_all(ct_stf *s)
             reqs = xrealloc(reqs, (size_t)cap * sizeof *reqs);
             idx = xrealloc(idx, (size_t)cap * sizeof *idx);
         }
+        int nfailed = 0;
         for (int i = 0; i < s->ninbox; i++) {
+            if (s->inbox[i].req == MPI_REQUEST_NULL) { /* could not be posted */
+                s->inbox[nfailed++] = s->inbox[i];
+                continue;
+            }
             act[nact] = s->inbox[i];
             reqs[nact++] = s->inbox[i].req;
         }
         s->ninbox = 0;
+        pending_req *failed = nfailed ? xrealloc(NULL, (size_t)nfailed * sizeof *failed) : NULL;
+        if (nfailed)
+            memcpy(failed, s->inbox, (size_t)nfailed * sizeof *failed);
         pthread_mutex_unlock(&s->rlock);
+        for (int i = 0; i < nfailed; i++)
+            node_done(s, failed[i].n);
+        free(failed);
+        if (nfailed)
+            continue;
         if (nact == 0) {
             pthread_mutex_lock(&s->lock);
             long pending = s->pending;
@@ -534,8 +576,17 @@ int ct_stf_wait_all(ct_stf *s)
         int outcount = 0;
         if (s->how != CT_STF_COMM_MPI)
             ct_dyn_progress(); /* forwards even without a progress thread */
-        if (nact > 0)
-            MPI_Testsome(nact, reqs, &outcount, idx, MPI_STATUSES_IGNORE);
+        if (nact > 0) {
+            int rc = MPI_Testsome(nact, reqs, &outcount, idx, MPI_STATUSES_IGNORE);
+            note_error(s, rc);
+            if (rc != MPI_SUCCESS && rc != MPI_ERR_IN_STATUS) {
+                /* nothing says which requests are left: give up on all of them */
+                for (int i = 0; i < nact; i++)
+                    node_done(s, act[i].n);
+                nact = 0;
+                continue;
+            }
+        }
         if (outcount > 0 && outcount != MPI_UNDEFINED) {
             for (int i = 0; i < outcount; i++)
                 node_done(s, act[idx[i]].n);
@@ -594,14 +645,14 @@ int ct_stf_wait_all(ct_stf *s)
     }
     s->all_versions = keep;
     pthread_mutex_unlock(&s->lock);
-    return MPI_SUCCESS;
+    return atomic_load(&s->error);
 }
 
 int ct_stf_destroy(ct_stf *s)
 {
     if (!s)
         return MPI_SUCCESS;
-    ct_stf_wait_all(s);
+    int rc = ct_stf_wait_all(s);
     pthread_mutex_lock(&s->qlock);
     s->stop = 1;
     pthread_cond_broadcast(&s->qcond);
@@ -632,7 +683,7 @@ int ct_stf_destroy(ct_stf *s)
     free(s->inbox);
     free(s->threads);
     free(s);
-    return MPI_SUCCESS;
+    return rc;
 }
 
 void ct_stf_stats_get(const ct_stf *s, ct_stf_stats *out)

@@ -41,8 +41,8 @@ typedef void (*ct_stf_fn)(void **buffers, void *arg);
  * colltune was built without it. */
 int ct_stf_create(MPI_Comm comm, int workers, ct_stf_comm how, ct_stf **stf);
 
-/* Collective: waits for everything (ct_stf_wait_all), stops the workers, frees every copy and
- * handle. Owners' buffers stay the caller's. */
+/* Collective: waits for everything (ct_stf_wait_all, whose error it returns), stops the
+ * workers, frees every copy and handle. Owners' buffers stay the caller's. */
 int ct_stf_destroy(ct_stf *stf);
 
 /* Registers count elements of type owned by rank owner, in the same order on every rank. buf
@@ -56,7 +56,9 @@ int ct_stf_submit(ct_stf *stf, int rank, int priority, ct_stf_fn fn, const void 
                   size_t arg_size, int n, ct_stf_data *const *data, const ct_stf_mode *modes);
 
 /* Runs communications until every task and transfer submitted so far is complete on this
- * rank (not a barrier). */
+ * rank (not a barrier). Returns the first error of a transfer since ct_stf_create (MPI's or
+ * the dyn layer's): a transfer that failed counts as done, so the graph runs out, but the
+ * tasks that read its data ran on a copy that was never received. */
 int ct_stf_wait_all(ct_stf *stf);
 
 /* This rank's counters since ct_stf_create. */

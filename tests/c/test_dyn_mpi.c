@@ -26,7 +26,8 @@
  * At the end, every rank received exactly as many messages as the cases sent it
  * (nothing twice) and ct_dyn_finalize finds nothing left over; then the layer
  * starts again on a split communicator (its ranks, counters from zero, a second
- * init refused) for one broadcast.
+ * init refused) for one broadcast, and once more for the failure case (8,
+ * failures_case: a lost header, an unmatched receive at finalize).
  *
  * Usage: test_dyn_mpi [--no-thread]  (--no-thread: no progress thread,
  * COLLTUNE_PROGRESS=off; the engine moves inside the test's calls and the
@@ -591,6 +592,96 @@ static void background(void)
  * dynamic broadcasts (grouping on), plain dyn sends (grouping off) and
  * MPI_Bcast; prints the mean time from the first send to the last receipt
  * (the slowest rank, barrier-delimited). Figures, not a test. */
+/* 8. Failures (last, on a fresh init): rank 1 loses the second of four headers
+ * rank 0 sends it (COLLTUNE_DYN_FAULT=drop-header:2, and every payload in a data
+ * message of its own: COLLTUNE_DYN_INLINE=0). The first arrives; the second and
+ * the third must fail (their receives complete with an error, or are refused
+ * once the engine failed) and leave their buffers untouched: the third's data
+ * must not be taken for the second's (header and data pairing lost); later
+ * receives are refused; ct_dyn_finalize reports the failure. Rank 0 also
+ * finalizes with a receive that can never match, which must complete as
+ * cancelled. */
+static void failures_case(void)
+{
+    if (nprocs < 2)
+        return;
+    ncases++;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+    setenv("COLLTUNE_DYN_INLINE", "0", 1);
+    if (rank == 1)
+        setenv("COLLTUNE_DYN_FAULT", "drop-header:2", 1);
+    if (ct_dyn_init(MPI_COMM_WORLD) != MPI_SUCCESS)
+        fail("ct_dyn_init for the failure case%.0d%.0d%.0d", 0, 0, 0);
+    enum { N = 10, K = 4 };
+    int buf[K][N];
+    MPI_Request never = MPI_REQUEST_NULL;
+    if (rank == 0) {
+        MPI_Request q[K];
+        ct_dyn_data *d[K];
+        for (int m = 0; m < K; m++) {
+            for (int i = 0; i < N; i++)
+                buf[m][i] = value(0, 100 + m, i);
+            ct_dyn_data_create(buf[m], N, MPI_INT, &d[m]);
+            ct_dyn_isend(d[m], 1, 100 + m, &q[m]);
+            ct_dyn_ready(d[m]);
+        }
+        /* eager messages: they leave whatever rank 1 does with them */
+        for (int m = 0; m < K; m++) {
+            if (ct_wait(&q[m], MPI_STATUS_IGNORE) != MPI_SUCCESS)
+                fail("failure case: rank 0's send %d failed%.0d%.0d", m, 0, 0);
+            ct_dyn_data_free(d[m]);
+        }
+        ct_dyn_irecv(buf[0], N, MPI_INT, 1, 999, &never);
+    } else if (rank == 1) {
+        for (int m = 0; m < K; m++)
+            for (int i = 0; i < N; i++)
+                buf[m][i] = -1;
+        MPI_Request r[K];
+        MPI_Status st;
+        if (ct_dyn_irecv(buf[0], N, MPI_INT, 0, 100, &r[0]) != MPI_SUCCESS ||
+            ct_wait(&r[0], &st) != MPI_SUCCESS || buf[0][N - 1] != value(0, 100, N - 1))
+            fail("failure case: the message before the lost header did not arrive%.0d%.0d%.0d",
+                 0, 0, 0);
+        for (int m = 1; m < 3; m++) {
+            int prc = ct_dyn_irecv(buf[m], N, MPI_INT, 0, 100 + m, &r[m]);
+            int wrc = prc == MPI_SUCCESS ? ct_wait(&r[m], &st) : prc;
+            if (wrc == MPI_SUCCESS)
+                fail("failure case: message %d after the lost header received (tag %d)%.0d", m,
+                     st.MPI_TAG, 0);
+            for (int i = 0; i < N; i++)
+                if (buf[m][i] != -1) {
+                    fail("failure case: buffer %d written (%d) after the lost header%.0d", m,
+                         buf[m][i], 0);
+                    break;
+                }
+        }
+        if (ct_dyn_irecv(buf[3], N, MPI_INT, 0, 103, &r[3]) == MPI_SUCCESS)
+            fail("failure case: a receive accepted after the failure%.0d%.0d%.0d", 0, 0, 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    int rc = ct_dyn_finalize();
+    if (rank == 1 && rc == MPI_SUCCESS)
+        fail("failure case: ct_dyn_finalize hid the failure%.0d%.0d%.0d", 0, 0, 0);
+    if (rank == 0) {
+        MPI_Status st;
+        int cancelled = 0;
+        if (rc != MPI_ERR_PENDING)
+            fail("failure case: finalize with a receive posted returned %d%.0d%.0d", rc, 0, 0);
+        if (MPI_Wait(&never, &st) != MPI_SUCCESS)
+            fail("failure case: the unmatched receive completed with an error%.0d%.0d%.0d", 0, 0,
+                 0);
+        MPI_Test_cancelled(&st, &cancelled);
+        if (!cancelled)
+            fail("failure case: the unmatched receive is not cancelled%.0d%.0d%.0d", 0, 0, 0);
+    } else if (rank > 1 && rc != MPI_SUCCESS) {
+        fail("failure case: ct_dyn_finalize on an uninvolved rank: %d%.0d%.0d", rc, 0, 0);
+    }
+    unsetenv("COLLTUNE_DYN_INLINE");
+    unsetenv("COLLTUNE_DYN_FAULT");
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 static void bench(long bytes, int reps)
 {
     char *b = malloc((size_t)bytes + 1);
@@ -711,6 +802,7 @@ int main(int argc, char **argv)
     if (ct_dyn_finalize() != MPI_SUCCESS)
         fail("second ct_dyn_finalize%.0d%.0d%.0d", 0, 0, 0);
     MPI_Comm_free(&half);
+    failures_case();
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)

@@ -246,7 +246,9 @@ static int run(const cfg *c, int workers, int check, run_out *out)
                             h[T(n, k)], h[T(m, n)]);
         }
     }
-    ct_stf_wait_all(s);
+    int wrc = ct_stf_wait_all(s);
+    if (rc == MPI_SUCCESS)
+        rc = wrc;
     MPI_Barrier(MPI_COMM_WORLD);
     out->seconds = MPI_Wtime() - t0;
     ct_stf_stats st;
@@ -299,7 +301,9 @@ static int run(const cfg *c, int workers, int check, run_out *out)
                     rc = submit(s, owner(c, i, j), 0, k_gemm,
                                 (kargs){tdim(c, i), tdim(c, j), tdim(c, k), c->prec}, 3,
                                 h[T(i, k)], h[T(j, k)], rh[T(i, j)]);
-        ct_stf_wait_all(s);
+        wrc = ct_stf_wait_all(s);
+        if (rc == MPI_SUCCESS)
+            rc = wrc;
         for (int j = 0; j < nt; j++)
             for (int i = j; i < nt; i++)
                 if (rt[T(i, j)]) {
@@ -312,7 +316,9 @@ static int run(const cfg *c, int workers, int check, run_out *out)
         free(rt);
         free(rh);
     }
-    ct_stf_destroy(s);
+    wrc = ct_stf_destroy(s);
+    if (rc == MPI_SUCCESS)
+        rc = wrc;
     for (size_t e = 0; e < (size_t)nt * nt; e++)
         free(tile[e]);
     free(tile);
