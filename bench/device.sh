@@ -149,7 +149,7 @@ PY
             ;;
         bench)
             log "tuned vs native at $n ranks"
-            PYTHONPATH=python python3 bench/table_bench.py --ranks "$n" \
+            PYTHONPATH=python "${PYTHON:-python3}" bench/table_bench.py --ranks "$n" \
                 --table model=$work/grid-model-mpich.json \
                 --table model-ompi=$work/grid-model-openmpi.json \
                 --table smgd=$work/grid-smgd-mpich.json \

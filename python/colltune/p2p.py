@@ -322,7 +322,7 @@ def binding_label(doc: dict) -> str:
 
 def summary(doc: dict) -> str:
     """The readable summary printed at the end: a few sizes per layer and the switches."""
-    from .report import fmt_size
+    from .units import fmt_size
 
     mpi = doc["mpi"]
     name = f"{mpi['implementation']} {mpi['version']}".strip()
@@ -367,7 +367,7 @@ def _max_size(text: str) -> int:
 
 
 def _fmt(n: int) -> str:
-    from .report import fmt_size
+    from .units import fmt_size
 
     return fmt_size(n)
 

@@ -630,7 +630,7 @@ def binding_label(doc: dict) -> str:
 
 def summary(doc: dict) -> str:
     """The readable summary printed at the end of a probe."""
-    from .report import fmt_size
+    from .units import fmt_size
 
     lines = [f"machine probe ({'quick' if doc.get('quick') else 'full'}) of "
              f"{doc.get('host', {}).get('hostname')}: {len(doc.get('cores') or [])} core(s), "

@@ -27,6 +27,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, NullLoc
 
 from . import __version__
 from .store import Store, write_atomic
+from .units import fmt_size, fmt_us  # noqa: F401 - re-exported for the report's users
 
 # The plotted latency: median over iterations of the slowest rank's time, the time the
 # collective as a whole took; OSU-style averages are in the tables.
@@ -728,19 +729,6 @@ dt { font-weight: 600; } dd { margin: 0; }
 # -- formatting ------------------------------------------------------------------------------------
 
 
-def fmt_size(n: float | None) -> str:
-    if n is None:
-        return "—"
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.4g} {unit}"
-    return f"{n:.4g} B"
-
-
-def fmt_us(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def fmt_ratio(value: float | None) -> str:
