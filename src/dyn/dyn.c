@@ -546,8 +546,10 @@ static void header_arrived(char *b, MPI_Count len, int source)
                                      dyn.comm, &r)
                         : MPI_ERR_NO_MEM;
     }
-    if (rc == MPI_SUCCESS && (rc = reqvec_push(&dyn.recvs, r, m)) != MPI_SUCCESS)
+    if (rc == MPI_SUCCESS && (rc = reqvec_push(&dyn.recvs, r, m)) != MPI_SUCCESS) {
         PMPI_Cancel(&r); /* unlikely (no memory): the data is lost either way */
+        PMPI_Request_free(&r);
+    }
     if (rc != MPI_SUCCESS) {
         if (m->into) {
             greq_done(m->into->g, rc);

@@ -436,18 +436,21 @@ long ct_monitor_find(MPI_Request req)
     return best;
 }
 
-/* Empties slot (found for req by ct_monitor_find); 0 when it no longer held req. */
+/* Empties slot (found for req by ct_monitor_find); 0 when it no longer held req. The
+ * generation is taken first, by compare-and-swap: only one caller can win it, and the key
+ * is freed last, so a new post can only claim the slot (and write its own generation)
+ * once this entry is gone. */
 static int take_at(long slot, MPI_Request req, const int **ranks, int *layer)
 {
-    if (slot < 0)
+    uintptr_t key = req_key(req);
+    if (slot < 0 || atomic_load_explicit(&pend_key[slot], memory_order_acquire) != key)
         return 0;
-    (void)atomic_load_explicit(&pend_gen[slot], memory_order_acquire); /* after its post */
+    uint64_t g = atomic_load_explicit(&pend_gen[slot], memory_order_acquire); /* its post */
     *ranks = pend_ranks[slot];
     *layer = pend_layer[slot];
-    atomic_store_explicit(&pend_gen[slot], 0, memory_order_relaxed);
-    uintptr_t k = req_key(req);
-    if (!atomic_compare_exchange_strong(&pend_key[slot], &k, 0))
+    if (g == 0 || !atomic_compare_exchange_strong(&pend_gen[slot], &g, 0))
         return 0;
+    atomic_store_explicit(&pend_key[slot], 0, memory_order_release);
     atomic_fetch_sub_explicit(&ct_monitor_pending, 1, memory_order_relaxed);
     return 1;
 }
