@@ -489,6 +489,18 @@ static int arrived(dyn_msg *m)
     return rc;
 }
 
+/* A message whose data never came whole: its receive, if it had one, fails with rc. */
+static void msg_drop(dyn_msg *m, int rc)
+{
+    if (m->into) {
+        greq_done(m->into->g, rc);
+        free(m->into);
+    }
+    free(m->staging);
+    free(m->hdr);
+    free(m);
+}
+
 /* The engine lost track (see dyn.failed): the receives still posted will not
  * be matched, so they complete now with rc. Under dyn.lock. */
 static void engine_fail(int rc)
@@ -551,13 +563,7 @@ static void header_arrived(char *b, MPI_Count len, int source)
         PMPI_Request_free(&r);
     }
     if (rc != MPI_SUCCESS) {
-        if (m->into) {
-            greq_done(m->into->g, rc);
-            free(m->into);
-        }
-        free(m->staging);
-        free(m->hdr);
-        free(m);
+        msg_drop(m, rc);
         engine_fail(rc);
     }
 }
@@ -619,17 +625,10 @@ static int poll_locked(void)
                     }
             for (int i = 0; i < outcount; i++) {
                 dyn_msg *m = dyn.recvs.what[dyn.recvs.idx[i]];
-                if (trc == MPI_SUCCESS) {
+                if (trc == MPI_SUCCESS)
                     arrived(m);
-                    continue;
-                }
-                if (m->into) {
-                    greq_done(m->into->g, trc);
-                    free(m->into);
-                }
-                free(m->staging);
-                free(m->hdr);
-                free(m);
+                else
+                    msg_drop(m, trc);
             }
             reqvec_compact(&dyn.recvs);
             moved = 1;
