@@ -9,8 +9,10 @@
 #                                                   (P2P_ARGS, VALIDATE_ARGS: extra options)
 #   bench/device.sh OUTDIR overlap [OVERLAP-ARGS]   colltune overlap over MPICH, Open MPI as
 #                                                   peer: OUTDIR/overlap.tgz
-#   bench/device.sh OUTDIR suite [MPI ...]          colltune suite --overhead (shift at every
-#                                                   monitor level, all cores), then the suite
+#   bench/device.sh OUTDIR suite [MPI ...]          colltune suite --overhead (shift of 8 B,
+#                                                   4 KiB, 64 KiB at every monitor level, all
+#                                                   cores; the Cholesky too when the cholesky
+#                                                   mode built it), then the suite
 #                                                   (MACHINE=machine.json: its layers), per MPI
 #                                                   (default mpich): OUTDIR/suite.tgz
 #   bench/device.sh OUTDIR cholesky [RANKS [NB [N...]]]  bench/cholesky_compare.sh with
@@ -176,6 +178,16 @@ suite)
         log "overhead study with $mpi"
         COLLTUNE_MPI=$mpi colltune suite --overhead --reps "${OVERHEAD_REPS:-9}" --no-record \
             -o "$work/overhead-$mpi.json" 2>&1 | grep -v '\[#*\.*\]' | tee "$work/overhead-$mpi.log"
+        for size in 4K 64K; do  # where the fixed cost per message stops showing
+            COLLTUNE_MPI=$mpi colltune suite --overhead --size $size --iters 5000 \
+                --reps "${OVERHEAD_REPS:-9}" --no-record -o "$work/overhead-$mpi-$size.json" \
+                2>&1 | grep -v '\[#*\.*\]' | tee "$work/overhead-$mpi-$size.log"
+        done
+        if [ -x "build/$mpi/ct_cholesky" ]; then  # a real application (after the cholesky mode)
+            COLLTUNE_MPI=$mpi colltune suite --overhead --app cholesky:3200:160 \
+                --reps "${OVERHEAD_REPS:-9}" --no-record -o "$work/overhead-$mpi-app.json" \
+                2>&1 | grep -v '\[#*\.*\]' | tee "$work/overhead-$mpi-app.log"
+        fi
         tar czf "$out/suite.tgz" -C "$work" .
         log "suite with $mpi"
         COLLTUNE_MPI=$mpi colltune suite ${MACHINE:+--machine "$MACHINE"} --no-record \

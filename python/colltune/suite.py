@@ -29,7 +29,8 @@ from .mpi import MPIBuild, MPIError, run_json_lines
 SCHEMA = "colltune-suite"
 SCHEMA_VERSION = 1
 BENCHES = ("pingpong", "shift", "stencil", "share", "bcast")
-LEVELS = ("none", "off", "counters", "count", "peers", "sizes")  # none: no drop-in at all
+LEVELS = ("none", "off", "counters", "count", "peers", "sizes")
+OVERHEAD_ITERS = 20000  # none: no drop-in at all
 
 
 class SuiteError(RuntimeError):
@@ -114,9 +115,38 @@ def command(build: MPIBuild, cfg: dict, iters: int, reps: int) -> list[str]:
     if cfg.get("cores"):
         args += ["--cores", ",".join(map(str, cfg["cores"]))]
     # pinned by ct_suite itself when cores are given
-    return build.launch_command(cfg["ranks"], args, bind=False,
-                                export=("LD_PRELOAD", "COLLTUNE_MONITOR",
-                                        "COLLTUNE_MONITOR_OUT", "COLLTUNE_PROGRESS"))
+    return build.launch_command(cfg["ranks"], args, bind=False, export=MONITOR_ENV)
+
+
+MONITOR_ENV = ("LD_PRELOAD", "COLLTUNE_MONITOR", "COLLTUNE_MONITOR_OUT", "COLLTUNE_PROGRESS")
+
+
+def parse_app(text: str) -> dict:
+    """--app cholesky[:N[:NB]]: the real application of the overhead study, colltune's tiled
+    Cholesky over plain MPI point-to-point (its task runtime's sends and receives are the
+    application's own, so every message goes through the monitor)."""
+    name, *rest = text.split(":")
+    if name != "cholesky" or len(rest) > 2:
+        raise argparse.ArgumentTypeError(f"--app {text!r}: only cholesky[:N[:NB]]")
+    try:
+        n = int(rest[0]) if rest else 1920
+        nb = int(rest[1]) if len(rest) > 1 else 192
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--app {text!r}: N and NB are integers") from None
+    if not 0 < nb <= n:
+        raise argparse.ArgumentTypeError(f"--app {text!r}: need 0 < NB <= N")
+    return {"name": name, "n": n, "nb": nb}
+
+
+def app_command(build: MPIBuild, app: dict, ranks: int, iters: int) -> list[str]:
+    from .cholesky import default_grid
+
+    p, q = default_grid(ranks)
+    args = [str(build.tool("ct_cholesky")), "--n", str(app["n"]), "--nb", str(app["nb"]),
+            "--grid", f"{p}x{q}", "--comm", "mpi", "--precision", "d", "--workers", "1",
+            "--iters", str(iters + 1), "--no-check"]
+    return build.launch_command(ranks, args, bind=ranks <= len(machine_cores(build)[0]),
+                                export=(*MONITOR_ENV, "OPENBLAS_NUM_THREADS"))
 
 
 def _new_doc(build: MPIBuild, kind: str, quick: bool) -> dict:
@@ -185,11 +215,15 @@ def run_suite(build: MPIBuild, *, quick: bool, machine: dict | None = None,
 
 def run_overhead(build: MPIBuild, *, ranks: int | None = None, reps: int = 5,
                  iters: int = 20000, size: int = 8, progress: bool = True,
-                 doc: dict | None = None, levels: tuple[str, ...] = LEVELS) -> dict:
+                 doc: dict | None = None, levels: tuple[str, ...] = LEVELS,
+                 app: dict | None = None) -> dict:
     """The shift benchmark at every level, repetition r of every level before r+1 of any.
     Per level: the per-shift times (median of ct_suite's 3 inner repetitions per job), the
     ratios to `off` of the same repetition (median, min, max), and the monitor's message
-    total (a sanity check: it must be ranks x shifts from `count` on)."""
+    total (a sanity check: it must be ranks x shifts from `count` on). With `app` (from
+    parse_app) a real application instead: per job, the median time of `iters`
+    factorisations after one not counted; its message total must be the same at every
+    level from `count` on."""
     from .progress import ProgressBar
 
     doc = doc if doc is not None else _new_doc(build, "overhead", False)
@@ -199,30 +233,38 @@ def run_overhead(build: MPIBuild, *, ranks: int | None = None, reps: int = 5,
     cfg = {"bench": "shift", "ranks": n, "size": size, "active": None,
            "cores": cores[:n] if pinned else None}
     doc["overhead"] = ov = {
-        "bench": "shift", "ranks": n, "size": size, "iters": iters, "inner_reps": 3,
+        "bench": app["name"] if app else "shift", "ranks": n, "size": None if app else size,
+        "iters": iters, "inner_reps": None if app else 3, "app": app,
         "reps": reps, "levels": list(levels), "progress_thread": "off",
         "binding": "core (ct_suite, hwloc)" if pinned else
         ("none (oversubscribed)" if n > len(cores) else "none"),
         "times_us": {lv: [] for lv in levels}, "app_messages": {lv: [] for lv in levels}}
     lib = str(build.tool("libcolltune_pmpi.so"))
-    bar = ProgressBar("overhead (shift)") if progress else None
+    bar = ProgressBar(f"overhead ({ov['bench']})") if progress else None
     started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "monitor.json"
         try:
             for r in range(reps):
                 for k, level in enumerate(levels):
-                    env = {**build.launch_env(n), "COLLTUNE_PROGRESS": "off"}
+                    env = {**build.launch_env(n), "COLLTUNE_PROGRESS": "off",
+                           "OPENBLAS_NUM_THREADS": "1"}
                     if level != "none":
                         env.update(LD_PRELOAD=lib, COLLTUNE_MONITOR=level,
                                    COLLTUNE_MONITOR_OUT=str(out))
                     out.unlink(missing_ok=True)
-                    cmd = command(build, cfg, iters, 3)
+                    cmd = app_command(build, app, n, iters) if app else command(
+                        build, cfg, iters, 3)
                     if r == 0 and k == 0:
                         doc["commands"].append(shlex.join(cmd))
-                    rec = run_json_lines(cmd, f"overhead {level}", env=env, timeout=600,
-                                         progress=False, error=SuiteError)[0]
-                    ov["times_us"][level].append(statistics.median(rec["time_us"]))
+                    recs = run_json_lines(cmd, f"overhead {level}", env=env, timeout=600,
+                                          progress=False, error=SuiteError)
+                    if app:
+                        ov["times_us"][level].append(
+                            1e6 * statistics.median(x["seconds"] for x in recs[1:] or recs))
+                    else:
+                        ov["times_us"][level].append(statistics.median(recs[0]["time_us"]))
+                    rec = recs[0]
                     msgs = None
                     if out.exists():
                         mon = json.loads(out.read_text())
@@ -237,7 +279,8 @@ def run_overhead(build: MPIBuild, *, ranks: int | None = None, reps: int = 5,
         finally:
             if bar:
                 bar.done()
-            ov["shifts_per_job"] = iters * 3 + min(iters, 10)
+            if not app:
+                ov["shifts_per_job"] = iters * 3 + min(iters, 10)
             ov["ratios"] = overhead_ratios(ov)
             doc["duration_s"] = round(time.monotonic() - started, 2)
     doc["complete"] = True
@@ -255,6 +298,14 @@ def overhead_ratios(ov: dict) -> dict:
     return out
 
 
+def overhead_label(ov: dict) -> str:
+    """What the overhead study ran: 'shift of 8 B' or 'cholesky N 1920 NB 192'."""
+    app = ov.get("app")
+    if app:
+        return f"{app['name']} N {app['n']} NB {app['nb']}"
+    return f"shift of {ov['size']} B"
+
+
 def suite_bench(doc: dict, command: str = "") -> dict:
     """The suite as a colltune-bench/1 document: op 'suite', the whole document under
     'suite', one result per configuration (median_us)."""
@@ -262,7 +313,8 @@ def suite_bench(doc: dict, command: str = "") -> dict:
                 "median_us": c["median_us"], "ranks": c["ranks"], "active": c.get("active")}
                for c in doc.get("configs", [])]
     for level, r in (doc.get("overhead") or {}).get("ratios", {}).items():
-        results.append({"algorithm": f"shift monitor {level}", "size": doc["overhead"]["size"],
+        results.append({"algorithm": f"{doc['overhead'].get('bench', 'shift')} monitor {level}",
+                        "size": doc["overhead"]["size"] or 0,
                         "median_us": r["median_us"], "ratio_to_off": r["median"]})
     mpi = {k: doc["mpi"].get(k, "") for k in ("implementation", "version", "library")}
     return {"schema": "colltune-bench/1", "op": "suite", "ranks": max(
@@ -287,7 +339,7 @@ def summary(doc: dict) -> str:
                                                           "in the record"))
     ov = doc.get("overhead")
     if ov:
-        lines.append(f"monitor overhead, shift of {ov['size']} B on {ov['ranks']} ranks, "
+        lines.append(f"monitor overhead, {overhead_label(ov)} on {ov['ranks']} ranks, "
                      f"{ov['reps']} interleaved repetitions (ratio to off: median [min, max])")
         for level, r in ov.get("ratios", {}).items():
             lines.append(f"  {level:<9} {r['median_us']:9.3f} us  {r['median']:.4f} "
@@ -308,9 +360,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only the monitoring-overhead study on the shift benchmark")
     p.add_argument("--ranks", type=int, help="--overhead: ranks (default: every core)")
     p.add_argument("--reps", type=int, default=5, help="--overhead: interleaved repetitions")
-    p.add_argument("--iters", type=int, default=20000, help="--overhead: shifts per timing")
+    p.add_argument("--iters", type=int, default=OVERHEAD_ITERS,
+                   help="--overhead: shifts per timing (with --app: factorisations, 5)")
     p.add_argument("--size", type=_size, default=8,
                    help="--overhead: bytes each rank shifts (default 8)")
+    p.add_argument("--app", type=parse_app, default=None, metavar="cholesky[:N[:NB]]",
+                   help="--overhead: a real application instead of shift: colltune's tiled "
+                        "Cholesky over plain MPI (default N 1920, NB 192; --iters "
+                        "factorisations a job)")
     p.add_argument("-o", "--output", default="colltune-suite.json")
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true")
@@ -346,8 +403,10 @@ def cmd_suite(args: argparse.Namespace) -> int:
     status, reason, rc = "complete", None, 0
     try:
         if args.overhead:
+            if args.app and args.iters == OVERHEAD_ITERS:
+                args.iters = 5  # factorisations, not shifts
             run_overhead(build, ranks=args.ranks, reps=args.reps, iters=args.iters,
-                         size=args.size, doc=doc)
+                         size=args.size, doc=doc, app=args.app)
         else:
             run_suite(build, quick=args.quick, machine=machine, max_ranks=args.max_ranks,
                       doc=doc)
@@ -446,8 +505,8 @@ def suite_section(data):
                                f"{esc(why)}.</p>")
             ov = doc.get("overhead")
             if ov and ov.get("ratios"):
-                out.append(f"<p>Monitor overhead on shift ({ov['size']} B, {ov['ranks']} ranks, "
-                           f"{ov['reps']} interleaved repetitions, binding "
+                out.append(f"<p>Monitor overhead on {esc(overhead_label(ov))} "
+                           f"({ov['ranks']} ranks, {ov['reps']} interleaved repetitions, binding "
                            f"{esc(ov.get('binding', ''))}): ratio to level off.</p>")
                 out.append(table(["level", "median (µs)", "ratio median", "min", "max"],
                                  [[lv, round(r["median_us"], 3), round(r["median"], 4),

@@ -83,3 +83,39 @@ def test_overhead_levels_count_the_shifts(build, tmp_path, child_env):
         assert msgs == [want, want], level
     assert ov["ratios"]["off"]["median"] == 1.0
     assert set(ov["ratios"]) == set(ov["levels"])
+
+
+def test_overhead_on_a_real_application_counts_its_messages(build, tmp_path, child_env):
+    from colltune.mpi import MPIError
+
+    try:
+        build.tool("ct_cholesky")
+    except MPIError as e:
+        pytest.skip(f"ct_cholesky not built (OpenBLAS/LAPACKE missing?): {e}")
+    env = child_env(COLLTUNE_DB=str(tmp_path / "ct.db"))
+    p = subprocess.run([sys.executable, "-m", "colltune.cli", "suite", "--overhead", "--app",
+                        "cholesky:480:96", "--ranks", "2", "--reps", "1", "--iters", "2",
+                        "--no-record", "-o", str(tmp_path / "o.json")], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "monitor overhead, cholesky N 480 NB 96 on 2 ranks" in p.stdout
+    ov = json.loads((tmp_path / "o.json").read_text())["overhead"]
+    assert ov["bench"] == "cholesky" and ov["app"] == {"name": "cholesky", "n": 480, "nb": 96}
+    # 5 x 5 tiles on a 1 x 2 grid, tile (i, j) on rank j % 2: a factorisation sends each
+    # final L(i,k), i > k, once to every other rank that reads it. L(k,k) is read by the
+    # TRSMs of column k only, on its own rank; L(i,k) by SYRK (i,i) and the GEMMs (i,n),
+    # k < n < i, and (m,i), m > i: the ranks of columns k+1 .. i
+    nt, sends = 5, 0
+    for k in range(nt):
+        owner = k % 2
+        for i in range(k + 1, nt):
+            readers = {j % 2 for j in range(k + 1, i + 1)}
+            sends += len(readers - {owner})
+    jobs = 2 + 1  # --iters factorisations and the one not counted
+    for level, msgs in ov["app_messages"].items():
+        want = {"none": None, "off": None, "counters": 0}.get(level, sends * jobs)
+        assert msgs == [want], (level, msgs, sends)
+    with pytest.raises(SystemExit):
+        from colltune.cli import main
+
+        main(["suite", "--overhead", "--app", "stencil"])
