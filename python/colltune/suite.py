@@ -29,8 +29,9 @@ from .mpi import MPIBuild, MPIError, run_json_lines
 SCHEMA = "colltune-suite"
 SCHEMA_VERSION = 1
 BENCHES = ("pingpong", "shift", "stencil", "share", "bcast")
-LEVELS = ("none", "off", "counters", "count", "peers", "sizes")
-OVERHEAD_ITERS = 20000  # none: no drop-in at all
+LEVELS = ("none", "off", "counters", "count", "peers", "sizes")  # none: no drop-in at all
+OVERHEAD_ITERS = 20000
+MONITOR_ENV = ("LD_PRELOAD", "COLLTUNE_MONITOR", "COLLTUNE_MONITOR_OUT", "COLLTUNE_PROGRESS")
 
 
 class SuiteError(RuntimeError):
@@ -116,9 +117,6 @@ def command(build: MPIBuild, cfg: dict, iters: int, reps: int) -> list[str]:
         args += ["--cores", ",".join(map(str, cfg["cores"]))]
     # pinned by ct_suite itself when cores are given
     return build.launch_command(cfg["ranks"], args, bind=False, export=MONITOR_ENV)
-
-
-MONITOR_ENV = ("LD_PRELOAD", "COLLTUNE_MONITOR", "COLLTUNE_MONITOR_OUT", "COLLTUNE_PROGRESS")
 
 
 def parse_app(text: str) -> dict:
