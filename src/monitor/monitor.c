@@ -122,13 +122,20 @@ static void fill_type_cache(void)
     }
 }
 
-static int type_size(MPI_Datatype t)
+/* The size of a predefined type from the table, else -1. */
+static inline int type_size_cached(MPI_Datatype t)
 {
     size_t h = type_slot(t);
-    if (type_cache[h].used && type_cache[h].type == t)
-        return type_cache[h].size;
-    int size = 0;
-    PMPI_Type_size(t, &size);
+    return type_cache[h].used && type_cache[h].type == t ? type_cache[h].size : -1;
+}
+
+static int type_size(MPI_Datatype t)
+{
+    int size = type_size_cached(t);
+    if (size < 0) {
+        size = 0;
+        PMPI_Type_size(t, &size);
+    }
     return size;
 }
 
@@ -299,18 +306,12 @@ static int log2_bin(uint64_t n)
     return b < HIST_BINS - 1 ? b : HIST_BINS - 1;
 }
 
-void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type)
+/* n bytes sent on layer k to world rank w (-1: not known). No calls: see ct_monitor_send. */
+static inline void account_send(int k, int w, uint64_t n)
 {
-    if (ct_monitor_level < CT_MON_COUNT || dest < 0 || dest == MPI_PROC_NULL)
-        return;
-    int k = ct_monitor_in_collective != 0, tsize = type_size(type);
-    uint64_t n = (uint64_t)(count > 0 ? count : 0) * (uint64_t)tsize;
     total_msgs[k]++;
     total_bytes[k] += n;
-    if (ct_monitor_level < CT_MON_PEERS)
-        return;
-    int w = world_of(comm, dest);
-    if (w < 0 || w >= world_size)
+    if (ct_monitor_level < CT_MON_PEERS || w < 0 || w >= world_size)
         return;
     msgs[k][w]++;
     bytes[k][w] += n;
@@ -318,11 +319,34 @@ void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type
         hist[k][(size_t)w * HIST_BINS + (size_t)log2_bin(n)]++;
 }
 
+/* Another communicator than MPI_COMM_WORLD, or a type the table does not hold: MPI is
+ * asked (out of line, so that the common case below needs no stack frame). */
+__attribute__((noinline)) static void send_asking(MPI_Comm comm, int dest, MPI_Count count,
+                                                  MPI_Datatype type)
+{
+    int k = ct_monitor_in_collective != 0;
+    uint64_t n = (uint64_t)(count > 0 ? count : 0) * (uint64_t)type_size(type);
+    account_send(k, ct_monitor_level >= CT_MON_PEERS ? world_of(comm, dest) : -1, n);
+}
+
+void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type)
+{
+    if (ct_monitor_level < CT_MON_COUNT || dest < 0 || dest == MPI_PROC_NULL)
+        return;
+    int tsize = type_size_cached(type);
+    if (tsize < 0 || comm != MPI_COMM_WORLD) {
+        send_asking(comm, dest, count, type); /* a tail call */
+        return;
+    }
+    account_send(ct_monitor_in_collective != 0, dest,
+                 (uint64_t)(count > 0 ? count : 0) * (uint64_t)tsize);
+}
+
 /* ---- The receive side ---------------------------------------------------------- */
 
 /* ranks: the communicator's world ranks as world_ranks() keeps them, NULL for
  * MPI_COMM_WORLD. */
-static void count_recv(const int *ranks, int k, const MPI_Status *st)
+static inline void count_recv(const int *ranks, int k, const MPI_Status *st)
 {
     int src = st->MPI_SOURCE;
     if (src < 0 || src == MPI_PROC_NULL)
@@ -341,15 +365,24 @@ static void count_recv(const int *ranks, int k, const MPI_Status *st)
     rbytes[k][w] += (uint64_t)n;
 }
 
+/* A receive on another communicator than MPI_COMM_WORLD (out of line: see send_asking). */
+__attribute__((noinline)) static void recv_translating(MPI_Comm comm, const MPI_Status *status)
+{
+    const int *ranks = NULL;
+    if (ct_monitor_level >= CT_MON_PEERS && !(ranks = world_ranks(comm)))
+        return;
+    count_recv(ranks, ct_monitor_in_collective != 0, status);
+}
+
 void ct_monitor_recv(MPI_Comm comm, const MPI_Status *status)
 {
     if (ct_monitor_level < CT_MON_COUNT)
         return;
-    const int *ranks = NULL;
-    if (comm != MPI_COMM_WORLD && ct_monitor_level >= CT_MON_PEERS &&
-        !(ranks = world_ranks(comm)))
+    if (comm != MPI_COMM_WORLD) {
+        recv_translating(comm, status); /* a tail call */
         return;
-    count_recv(ranks, ct_monitor_in_collective != 0, status);
+    }
+    count_recv(NULL, ct_monitor_in_collective != 0, status);
 }
 
 /* Pending non-blocking receives: open addressing over PEND_SLOTS keys. A receive probes
