@@ -30,7 +30,8 @@ SCHEMA = "colltune-suite"
 SCHEMA_VERSION = 1
 BENCHES = ("pingpong", "shift", "stencil", "share", "bcast")
 LEVELS = ("none", "off", "counters", "count", "peers", "sizes")  # none: no drop-in at all
-OVERHEAD_ITERS = 20000
+OVERHEAD_ITERS = 20000  # shifts per timing
+APP_ITERS = 5  # factorisations per job
 MONITOR_ENV = ("LD_PRELOAD", "COLLTUNE_MONITOR", "COLLTUNE_MONITOR_OUT", "COLLTUNE_PROGRESS")
 
 
@@ -212,7 +213,7 @@ def run_suite(build: MPIBuild, *, quick: bool, machine: dict | None = None,
 
 
 def run_overhead(build: MPIBuild, *, ranks: int | None = None, reps: int = 5,
-                 iters: int = 20000, size: int = 8, progress: bool = True,
+                 iters: int = OVERHEAD_ITERS, size: int = 8, progress: bool = True,
                  doc: dict | None = None, levels: tuple[str, ...] = LEVELS,
                  app: dict | None = None) -> dict:
     """The shift benchmark at every level, repetition r of every level before r+1 of any.
@@ -358,8 +359,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only the monitoring-overhead study on the shift benchmark")
     p.add_argument("--ranks", type=int, help="--overhead: ranks (default: every core)")
     p.add_argument("--reps", type=int, default=5, help="--overhead: interleaved repetitions")
-    p.add_argument("--iters", type=int, default=OVERHEAD_ITERS,
-                   help="--overhead: shifts per timing (with --app: factorisations, 5)")
+    p.add_argument("--iters", type=int, default=None,
+                   help=f"--overhead: shifts per timing ({OVERHEAD_ITERS}; with --app: "
+                        f"factorisations, {APP_ITERS})")
     p.add_argument("--size", type=_size, default=8,
                    help="--overhead: bytes each rank shifts (default 8)")
     p.add_argument("--app", type=parse_app, default=None, metavar="cholesky[:N[:NB]]",
@@ -401,9 +403,8 @@ def cmd_suite(args: argparse.Namespace) -> int:
     status, reason, rc = "complete", None, 0
     try:
         if args.overhead:
-            if args.app and args.iters == OVERHEAD_ITERS:
-                args.iters = 5  # factorisations, not shifts
-            run_overhead(build, ranks=args.ranks, reps=args.reps, iters=args.iters,
+            iters = args.iters or (APP_ITERS if args.app else OVERHEAD_ITERS)
+            run_overhead(build, ranks=args.ranks, reps=args.reps, iters=iters,
                          size=args.size, doc=doc, app=args.app)
         else:
             run_suite(build, quick=args.quick, machine=machine, max_ranks=args.max_ranks,

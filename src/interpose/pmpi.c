@@ -774,8 +774,7 @@ int MPI_Finalize(void)
     do {                                                                                    \
         if (!ct_monitor_level)                                                              \
             return call;                                                                    \
-        if (ct_monitor_level >= CT_MON_COUNT)                                               \
-            ct_monitor_send(comm, dest, count, type);                                       \
+        ct_monitor_send(comm, dest, count, type);                                           \
         unsigned long long t0_ = ct_monitor_ticks();                                        \
         int rc_ = call;                                                                     \
         ct_monitor_time(ct_monitor_ticks() - t0_);                                          \
@@ -860,8 +859,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int st
                  int rcount, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
                  MPI_Status *status)
 {
-    if (ct_monitor_level >= CT_MON_COUNT)
-        ct_monitor_send(comm, dest, scount, st);
+    ct_monitor_send(comm, dest, scount, st);
     MONITORED_RECV(PMPI_Sendrecv(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
                                  comm, status),
                    comm, status);
@@ -870,8 +868,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int st
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int stag, int src,
                          int rtag, MPI_Comm comm, MPI_Status *status)
 {
-    if (ct_monitor_level >= CT_MON_COUNT)
-        ct_monitor_send(comm, dest, count, t);
+    ct_monitor_send(comm, dest, count, t);
     MONITORED_RECV(PMPI_Sendrecv_replace(buf, count, t, dest, stag, src, rtag, comm, status),
                    comm, status);
 }
@@ -916,8 +913,7 @@ int MPI_Isendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int s
                   int rcount, MPI_Datatype rt, int src, int rtag, MPI_Comm comm,
                   MPI_Request *r)
 {
-    if (ct_monitor_level >= CT_MON_COUNT)
-        ct_monitor_send(comm, dest, scount, st);
+    ct_monitor_send(comm, dest, scount, st);
     MONITORED_IRECV(PMPI_Isendrecv(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
                                    comm, r),
                     comm, r);
@@ -926,8 +922,7 @@ int MPI_Isendrecv(const void *sbuf, int scount, MPI_Datatype st, int dest, int s
 int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype t, int dest, int stag, int src,
                           int rtag, MPI_Comm comm, MPI_Request *r)
 {
-    if (ct_monitor_level >= CT_MON_COUNT)
-        ct_monitor_send(comm, dest, count, t);
+    ct_monitor_send(comm, dest, count, t);
     MONITORED_IRECV(PMPI_Isendrecv_replace(buf, count, t, dest, stag, src, rtag, comm, r), comm,
                     r);
 }
@@ -986,8 +981,7 @@ int MPI_Sendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int dest
                    void *rbuf, MPI_Count rcount, MPI_Datatype rt, int src, int rtag,
                    MPI_Comm comm, MPI_Status *status)
 {
-    if (ct_monitor_level >= CT_MON_COUNT)
-        ct_monitor_send(comm, dest, scount, st);
+    ct_monitor_send(comm, dest, scount, st);
     MONITORED_RECV(PMPI_Sendrecv_c(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
                                    comm, status),
                    comm, status);
@@ -996,8 +990,7 @@ int MPI_Sendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int dest
 int MPI_Sendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype t, int dest, int stag,
                            int src, int rtag, MPI_Comm comm, MPI_Status *status)
 {
-    if (ct_monitor_level >= CT_MON_COUNT)
-        ct_monitor_send(comm, dest, count, t);
+    ct_monitor_send(comm, dest, count, t);
     MONITORED_RECV(PMPI_Sendrecv_replace_c(buf, count, t, dest, stag, src, rtag, comm, status),
                    comm, status);
 }
@@ -1018,8 +1011,7 @@ int MPI_Isendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int des
                     void *rbuf, MPI_Count rcount, MPI_Datatype rt, int src, int rtag,
                     MPI_Comm comm, MPI_Request *r)
 {
-    if (ct_monitor_level >= CT_MON_COUNT)
-        ct_monitor_send(comm, dest, scount, st);
+    ct_monitor_send(comm, dest, scount, st);
     MONITORED_IRECV(PMPI_Isendrecv_c(sbuf, scount, st, dest, stag, rbuf, rcount, rt, src, rtag,
                                      comm, r),
                     comm, r);
@@ -1028,8 +1020,7 @@ int MPI_Isendrecv_c(const void *sbuf, MPI_Count scount, MPI_Datatype st, int des
 int MPI_Isendrecv_replace_c(void *buf, MPI_Count count, MPI_Datatype t, int dest, int stag,
                             int src, int rtag, MPI_Comm comm, MPI_Request *r)
 {
-    if (ct_monitor_level >= CT_MON_COUNT)
-        ct_monitor_send(comm, dest, count, t);
+    ct_monitor_send(comm, dest, count, t);
     MONITORED_IRECV(PMPI_Isendrecv_replace_c(buf, count, t, dest, stag, src, rtag, comm, r),
                     comm, r);
 }

@@ -306,7 +306,8 @@ static int log2_bin(uint64_t n)
     return b < HIST_BINS - 1 ? b : HIST_BINS - 1;
 }
 
-/* n bytes sent on layer k to world rank w (-1: not known). No calls: see ct_monitor_send. */
+/* n bytes sent on layer k to world rank w (-1: not known). No calls: see
+ * ct_monitor_count_send. */
 static inline void account_send(int k, int w, uint64_t n)
 {
     total_msgs[k]++;
@@ -329,7 +330,7 @@ __attribute__((noinline)) static void send_asking(MPI_Comm comm, int dest, MPI_C
     account_send(k, ct_monitor_level >= CT_MON_PEERS ? world_of(comm, dest) : -1, n);
 }
 
-void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type)
+void ct_monitor_count_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type)
 {
     if (ct_monitor_level < CT_MON_COUNT || dest < 0 || dest == MPI_PROC_NULL)
         return;

@@ -27,8 +27,15 @@ extern int ct_monitor_level;
 
 /* Reads COLLTUNE_MONITOR and prepares the arrays; after MPI_Init. */
 void ct_monitor_init(void);
-/* One message of count elements of type to rank dest of comm. */
-void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type);
+/* One message of count elements of type to rank dest of comm (from level count on; the
+ * level is checked here, inline, so that the drop-in makes no call below it). */
+void ct_monitor_count_send(MPI_Comm comm, int dest, MPI_Count count, MPI_Datatype type);
+static inline void ct_monitor_send(MPI_Comm comm, int dest, MPI_Count count,
+                                   MPI_Datatype type)
+{
+    if (ct_monitor_level >= CT_MON_COUNT)
+        ct_monitor_count_send(comm, dest, count, type);
+}
 
 /* ---- The receive side --------------------------------------------------------------
  * A receive is counted when it completes, from its status (source and size): blocking

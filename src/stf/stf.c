@@ -536,9 +536,9 @@ int ct_stf_submit(ct_stf *s, int rank, int priority, ct_stf_fn fn, const void *a
 
 int ct_stf_wait_all(ct_stf *s)
 {
-    pending_req *act = NULL;
+    pending_req *act = NULL, *failed = NULL;
     MPI_Request *reqs = NULL;
-    int *idx = NULL, nact = 0, cap = 0, idle = 0;
+    int *idx = NULL, nact = 0, cap = 0, idle = 0, nfailed = 0, capfailed = 0;
     for (;;) {
         pthread_mutex_lock(&s->rlock);
         if (nact + s->ninbox > cap) {
@@ -547,23 +547,20 @@ int ct_stf_wait_all(ct_stf *s)
             reqs = xrealloc(reqs, (size_t)cap * sizeof *reqs);
             idx = xrealloc(idx, (size_t)cap * sizeof *idx);
         }
-        int nfailed = 0;
+        nfailed = 0;
         for (int i = 0; i < s->ninbox; i++) {
             if (s->inbox[i].req == MPI_REQUEST_NULL) { /* could not be posted */
-                s->inbox[nfailed++] = s->inbox[i];
+                GROW(failed, nfailed, capfailed);
+                failed[nfailed++] = s->inbox[i];
                 continue;
             }
             act[nact] = s->inbox[i];
             reqs[nact++] = s->inbox[i].req;
         }
         s->ninbox = 0;
-        pending_req *failed = nfailed ? xrealloc(NULL, (size_t)nfailed * sizeof *failed) : NULL;
-        if (nfailed)
-            memcpy(failed, s->inbox, (size_t)nfailed * sizeof *failed);
         pthread_mutex_unlock(&s->rlock);
-        for (int i = 0; i < nfailed; i++)
+        for (int i = 0; i < nfailed; i++) /* their successors may post more: look again */
             node_done(s, failed[i].n);
-        free(failed);
         if (nfailed)
             continue;
         if (nact == 0) {
@@ -606,6 +603,7 @@ int ct_stf_wait_all(ct_stf *s)
         }
     }
     free(act);
+    free(failed);
     free(reqs);
     free(idx);
     /* Everything is done: forget the finished nodes and versions. */
