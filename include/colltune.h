@@ -158,6 +158,14 @@ int ct_test(MPI_Request *request, int *flag, MPI_Status *status);
 int ct_waitall(int count, MPI_Request requests[], MPI_Status *statuses);
 int ct_testall(int count, MPI_Request requests[], int *flag, MPI_Status *statuses);
 
+/* What colltune holds for non-blocking collectives still pending (started and
+ * not yet completed by a wait or test): communicators, duplicated derived
+ * datatypes and user-defined ops whose free by the program is deferred. All
+ * zero once every request is complete; leak checks read it (NULL: not wanted).
+ * The program may free its communicator, datatype and op right after the
+ * start, as MPI allows: colltune keeps what it needs until completion. */
+void ct_handles_held(int *comms, int *datatypes, int *ops);
+
 /* Starts this process's progress thread, pinned to a communication core of
  * its node: a core none of the node's ranks is bound to (the ranks of comm on
  * this node share them out), or COLLTUNE_PROGRESS_CORES="2,3" (a list of OS

@@ -26,6 +26,11 @@ typedef struct ct_job {
     long long unpack_count;
     MPI_Datatype unpack_type;
     size_t unpack_bytes;
+    /* colltune's state of the communicator (opaque), and what a non-blocking job holds
+     * between ct_job_retain and ct_job_release. */
+    void *state;
+    MPI_Datatype own_type; /* a duplicate of the program's derived datatype */
+    MPI_Op held_op;        /* a user-defined op whose MPI_Op_free waits for the job */
     /* The schedule cache of a communicator's reused job. */
     int have_key;
     const ct_registry_entry *key_alg;
@@ -42,6 +47,19 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
 
 /* After the schedule ran: the unpack into the caller's buffer. */
 int ct_job_finish(ct_job *job);
+
+/* A non-blocking job keeps what it uses valid after the program frees it: a
+ * reference on its communicator's state (the private duplicate it runs on), a
+ * duplicate of a derived datatype (put in the job's place of the program's), and
+ * the user-defined op (the program's MPI_Op_free of it is deferred). After a
+ * successful ct_call_prepare; ct_job_release gives them back at completion. */
+int ct_job_retain(ct_job *job);
+void ct_job_release(ct_job *job);
+
+/* The drop-in's MPI_Op_free: 1 when a pending job holds *op (then *op is set to
+ * MPI_OP_NULL and the real free happens when the last job using it is released),
+ * 0 when the caller must free it now. */
+int ct_op_free_deferred(MPI_Op *op);
 
 /* Frees what a job owns (not the job itself). */
 void ct_job_free(ct_job *job);

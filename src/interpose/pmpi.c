@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "api/call.h"
+#include "api/job.h"
 #include "colltune.h"
 #include "monitor/monitor.h"
 #include "nbc/nbc.h"
@@ -618,27 +619,16 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
     return rc;
 }
 
-static int waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
-{
-    ct_nbc_drive(count, requests, 0);
-    int rc, flag = 0;
-    /* One of them must finish: a colltune request may need its application
-     * part to, so poll them all rather than block in PMPI_Waitany. */
-    while ((rc = PMPI_Testany(count, requests, index, &flag, status)) == MPI_SUCCESS && !flag)
-        ct_nbc_drive(count, requests, 0);
-    return rc;
-}
-
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     if (!ct_monitor_level)
-        return waitany(count, requests, index, status);
+        return ct_waitany(count, requests, index, status);
     unsigned long long t0 = ct_monitor_ticks();
     mon_saved s;
     MPI_Status own;
     MPI_Status *st = ct_monitor_pending && count > 0
                          ? mon_save(&s, count, requests, MPI_STATUSES_IGNORE) : NULL;
-    int rc = waitany(count, requests, index, st && status == MPI_STATUS_IGNORE ? &own : status);
+    int rc = ct_waitany(count, requests, index, st && status == MPI_STATUS_IGNORE ? &own : status);
     if (st) {
         if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
             ct_monitor_complete_at(s.slot[*index], s.req[*index],
@@ -651,14 +641,13 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
-    ct_nbc_drive(count, requests, 0);
     if (!ct_monitor_level || !ct_monitor_pending || count <= 0)
-        return PMPI_Testany(count, requests, index, flag, status);
+        return ct_testany(count, requests, index, flag, status);
     mon_saved s;
     MPI_Status own;
     MPI_Status *st = mon_save(&s, count, requests, MPI_STATUSES_IGNORE);
     MPI_Status *use = st && status == MPI_STATUS_IGNORE ? &own : status;
-    int rc = PMPI_Testany(count, requests, index, flag, use);
+    int rc = ct_testany(count, requests, index, flag, use);
     if (st) {
         if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
             ct_monitor_complete_at(s.slot[*index], s.req[*index], use);
@@ -667,34 +656,15 @@ int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_St
     return rc;
 }
 
-static int waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                    MPI_Status statuses[])
-{
-    ct_nbc_drive(incount, requests, 0);
-    int rc;
-    while ((rc = PMPI_Testsome(incount, requests, outcount, indices, statuses)) ==
-               MPI_SUCCESS &&
-           *outcount == 0)
-        ct_nbc_drive(incount, requests, 0);
-    return rc;
-}
-
-static int testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
-                    MPI_Status statuses[])
-{
-    ct_nbc_drive(incount, requests, 0);
-    return PMPI_Testsome(incount, requests, outcount, indices, statuses);
-}
-
 /* Waitsome and Testsome: statuses[k] belongs to requests[indices[k]]. */
 static int some(int wait, int incount, MPI_Request requests[], int *outcount, int indices[],
                 MPI_Status statuses[])
 {
     if (!ct_monitor_level || !ct_monitor_pending || incount <= 0)
-        return (wait ? waitsome : testsome)(incount, requests, outcount, indices, statuses);
+        return (wait ? ct_waitsome : ct_testsome)(incount, requests, outcount, indices, statuses);
     mon_saved s;
     MPI_Status *st = mon_save(&s, incount, requests, statuses);
-    int rc = (wait ? waitsome : testsome)(incount, requests, outcount, indices,
+    int rc = (wait ? ct_waitsome : ct_testsome)(incount, requests, outcount, indices,
                                           st ? st : statuses);
     if (st) {
         if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
@@ -721,11 +691,57 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
     return some(0, incount, requests, outcount, indices, statuses);
 }
 
+/* MPI_Request_free and MPI_Cancel on a non-blocking collective are erroneous
+ * (MPI 4.1, 6.12): colltune's own say so through the communicator's error
+ * handler and leave the request alone (its schedule is still running). */
 int MPI_Request_free(MPI_Request *request)
 {
+    int rc = ct_nbc_misuse(*request, "MPI_Request_free");
+    if (rc != MPI_SUCCESS)
+        return rc;
     if (ct_monitor_pending)
         ct_monitor_forget(*request); /* its receive will never be seen complete */
     return PMPI_Request_free(request);
+}
+
+int MPI_Cancel(MPI_Request *request)
+{
+    int rc = ct_nbc_misuse(*request, "MPI_Cancel");
+    return rc != MPI_SUCCESS ? rc : PMPI_Cancel(request);
+}
+
+/* Inspecting without completing: colltune's requests are driven and asked here. */
+int MPI_Request_get_status(MPI_Request request, int *flag, MPI_Status *status)
+{
+    return ct_request_get_status(request, flag, status);
+}
+
+#if MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
+int MPI_Request_get_status_all(int count, const MPI_Request requests[], int *flag,
+                               MPI_Status statuses[])
+{
+    return ct_request_get_status_all(count, requests, flag, statuses);
+}
+
+int MPI_Request_get_status_any(int count, const MPI_Request requests[], int *index, int *flag,
+                               MPI_Status *status)
+{
+    return ct_request_get_status_any(count, requests, index, flag, status);
+}
+
+int MPI_Request_get_status_some(int incount, const MPI_Request requests[], int *outcount,
+                                int indices[], MPI_Status statuses[])
+{
+    return ct_request_get_status_some(incount, requests, outcount, indices, statuses);
+}
+#endif
+
+/* A user-defined op still used by a pending collective is freed when that ends. */
+int MPI_Op_free(MPI_Op *op)
+{
+    if (op && ct_op_free_deferred(op))
+        return MPI_SUCCESS;
+    return PMPI_Op_free(op);
 }
 
 /* ---- Start and end: the progress thread ------------------------------- */
@@ -764,6 +780,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 int MPI_Finalize(void)
 {
     ct_progress_stop();
+    ct_nbc_reap();
     ct_monitor_finish();
     return PMPI_Finalize();
 }

@@ -10,8 +10,11 @@
  * wait) and before it for all-to-one ones (reduce, gather: inside the call,
  * before the hand-off). Whoever runs the last part unpacks the result and
  * completes the generalized request, which is then the last touch of the
- * request by colltune: MPI frees it (greq_free) when the application's wait
- * returns.
+ * request by that side. MPI never sees a colltune request in its completion
+ * calls while it is in flight: the wait and test family (src/nbc/complete.c)
+ * checks colltune's requests itself and hands MPI only the others, then frees a
+ * finished request with PMPI_Wait (greq_free queues it; what it holds is
+ * released outside MPI's callbacks, by ct_nbc_reap).
  *
  * Threads: the application thread prepares, starts and waits; the progress
  * thread steps the offloaded parts. They share a request only through the
@@ -55,9 +58,13 @@ struct ct_nbc_req {
      * is invisible to ThreadSanitizer (MPI is not instrumented), so the
      * callbacks acquire what the completing thread released. */
     atomic_int final_rc;
+    atomic_int done;          /* final_rc is set: the operation is over (release) */
+    int retained;             /* ct_job_retain holds the job's handles */
+    MPI_Errhandler errh;      /* the communicator's error handler at the start */
     MPI_Request greq;
-    MPI_Comm comm;
-    struct ct_nbc_req *next;
+    struct ct_nbc_req *next;     /* the progress thread's queue */
+    struct ct_nbc_req *app_next; /* the list of application parts to drive */
+    struct ct_nbc_req *freed_next; /* freed by MPI, waiting for ct_nbc_reap */
 };
 
 /* ---- Requests known to colltune ---------------------------------------- */
@@ -173,14 +180,16 @@ static void table_remove(ct_nbc_req *req)
 
 /* ---- Generalized request callbacks ------------------------------------ */
 
+/* The empty status MPI gives a completed collective; its error is reported by
+ * the wait and test family (complete.c), not through MPI's own call. */
 static int greq_query(void *extra, MPI_Status *status)
 {
-    ct_nbc_req *r = extra;
+    (void)extra;
     MPI_Status_set_elements(status, MPI_BYTE, 0);
     MPI_Status_set_cancelled(status, 0);
-    status->MPI_SOURCE = MPI_UNDEFINED;
-    status->MPI_TAG = MPI_UNDEFINED;
-    return atomic_load_explicit(&r->final_rc, memory_order_acquire);
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+    return MPI_SUCCESS;
 }
 
 static void req_free(ct_nbc_req *r)
@@ -191,13 +200,38 @@ static void req_free(ct_nbc_req *r)
     free(r);
 }
 
+/* Requests MPI has freed: what they hold (a communicator's private duplicate, a
+ * datatype, an op) is released by ct_nbc_reap, outside MPI's callback. */
+static pthread_mutex_t freed_lock = PTHREAD_MUTEX_INITIALIZER;
+static ct_nbc_req *freed;
+
 static int greq_free(void *extra)
 {
     ct_nbc_req *r = extra;
     (void)atomic_load_explicit(&r->final_rc, memory_order_acquire); /* see final_rc */
     table_remove(r);
-    req_free(r);
+    pthread_mutex_lock(&freed_lock);
+    r->freed_next = freed;
+    freed = r;
+    pthread_mutex_unlock(&freed_lock);
     return MPI_SUCCESS;
+}
+
+void ct_nbc_reap(void)
+{
+    pthread_mutex_lock(&freed_lock);
+    ct_nbc_req *list = freed;
+    freed = NULL;
+    pthread_mutex_unlock(&freed_lock);
+    while (list) {
+        ct_nbc_req *r = list;
+        list = r->freed_next;
+        if (r->retained)
+            ct_job_release(&r->job);
+        if (r->errh != MPI_ERRHANDLER_NULL)
+            PMPI_Errhandler_free(&r->errh);
+        req_free(r);
+    }
 }
 
 static int greq_cancel(void *extra, int complete)
@@ -218,7 +252,9 @@ static struct {
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .core = -1};
 
 /* The last part of a request is over: the result goes to the caller's buffer
- * and MPI learns the request is complete. Nothing touches r afterwards. */
+ * and MPI learns the request is complete. Nothing touches r afterwards: done
+ * is published first, as a program whose MPI_Wait reaches PMPI directly (not
+ * through complete.c) may free r as soon as MPI_Grequest_complete returns. */
 static void complete(ct_nbc_req *r, int by_thread)
 {
     if (r->rc == MPI_SUCCESS)
@@ -227,6 +263,7 @@ static void complete(ct_nbc_req *r, int by_thread)
         atomic_fetch_add(&eng.completed, 1);
     MPI_Request greq = r->greq;
     atomic_store_explicit(&r->final_rc, r->rc, memory_order_release);
+    atomic_store_explicit(&r->done, 1, memory_order_release);
     MPI_Grequest_complete(greq);
 }
 
@@ -695,7 +732,107 @@ static int auto_split(const ct_job *job, int height_root)
     return s < 0 ? 0 : s;
 }
 
-/* ---- Starting, waiting, testing ----------------------------------------- */
+/* ---- Application parts ---------------------------------------------------
+ * Requests whose application part is still to run, driven by every call of
+ * the wait and test family (whichever requests it names: MPI's progress rule
+ * makes a wait on one request progress the others), one step each, never
+ * blocking on one: ranks may complete their collectives in different orders. */
+
+static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
+static ct_nbc_req *app_list;
+static atomic_int app_count;
+
+static void app_add(ct_nbc_req *r)
+{
+    pthread_mutex_lock(&app_lock);
+    ct_nbc_req **tail = &app_list; /* in start order: MPI matches in posting order */
+    while (*tail)
+        tail = &(*tail)->app_next;
+    r->app_next = NULL;
+    *tail = r;
+    atomic_fetch_add(&app_count, 1);
+    pthread_mutex_unlock(&app_lock);
+}
+
+static int app_part(ct_nbc_req *r);
+
+int ct_nbc_poll(void)
+{
+    int moved = 0;
+    /* One thread drives at a time; another one polling meanwhile just tests MPI. */
+    if (atomic_load(&app_count) > 0 && pthread_mutex_trylock(&app_lock) == 0) {
+        int was = ct_monitor_in_collective;
+        ct_monitor_in_collective = 1;
+        for (ct_nbc_req **p = &app_list; *p;) {
+            ct_nbc_req *r = *p;
+            if (app_part(r)) {
+                *p = r->app_next;
+                atomic_fetch_sub(&app_count, 1);
+                moved = 1;
+            } else {
+                p = &r->app_next;
+            }
+        }
+        ct_monitor_in_collective = was;
+        pthread_mutex_unlock(&app_lock);
+    }
+    if (hook_in_waits() && (run_hook() & CT_PROGRESS_MOVED))
+        moved = 1;
+    return moved;
+}
+
+int ct_nbc_busy(void)
+{
+    return atomic_load(&app_count) > 0 || hook_in_waits();
+}
+
+int ct_nbc_done(const ct_nbc_req *r)
+{
+    return atomic_load_explicit(&((ct_nbc_req *)r)->done, memory_order_acquire);
+}
+
+int ct_nbc_collect(ct_nbc_req *r, MPI_Request *request, MPI_Status *status)
+{
+    int rc = atomic_load_explicit(&r->final_rc, memory_order_acquire);
+    if (rc != MPI_SUCCESS && r->retained && r->errh != MPI_ERRHANDLER_NULL) {
+        /* The program's error handler of the communicator, as it was at the start
+         * (the communicator itself may be freed by now). */
+        PMPI_Comm_set_errhandler(r->job.x.comm, r->errh);
+        PMPI_Comm_call_errhandler(r->job.x.comm, rc);
+    }
+    MPI_Status own;
+    PMPI_Wait(request, status == MPI_STATUS_IGNORE ? &own : status); /* frees r */
+    if (status != MPI_STATUS_IGNORE)
+        status->MPI_ERROR = rc;
+    ct_nbc_reap();
+    return rc;
+}
+
+int ct_nbc_peek(const ct_nbc_req *r, MPI_Status *status)
+{
+    int rc = atomic_load_explicit(&((ct_nbc_req *)r)->final_rc, memory_order_acquire);
+    if (status != MPI_STATUS_IGNORE) {
+        greq_query(NULL, status);
+        status->MPI_ERROR = rc;
+    }
+    return rc;
+}
+
+int ct_nbc_misuse(MPI_Request request, const char *call)
+{
+    ct_nbc_req *r = ct_nbc_find(request);
+    if (!r)
+        return MPI_SUCCESS;
+    MPI_Comm comm = r->job.x.comm;
+    if (r->errh != MPI_ERRHANDLER_NULL)
+        PMPI_Comm_set_errhandler(comm, r->errh);
+    return ct_raise_error(comm, MPI_ERR_REQUEST,
+                          "%s on the request of a non-blocking collective (%s): erroneous in "
+                          "MPI; the request is left as it was, complete it with a wait or test",
+                          call, ct_coll_name(r->job.params.coll));
+}
+
+/* ---- Starting ---------------------------------------------------------------- */
 
 int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
                  const char **ran)
@@ -707,12 +844,20 @@ int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
     ct_sched_init(&r->job.sched);
     ct_sched_init(&r->upper);
     ct_sched_init(&r->lower);
+    r->errh = MPI_ERRHANDLER_NULL;
     int go, rc = ct_call_prepare(c, opts, native_on_reject, &r->job, &go, ran);
     if (!go) {
         req_free(r);
         return rc; /* native MPI took the call (or refused it) */
     }
-    r->comm = c->comm;
+    if ((rc = ct_job_retain(&r->job)) != MPI_SUCCESS) {
+        req_free(r);
+        return ct_raise_error(c->comm, rc, "%s: cannot keep the call's handles",
+                              ct_coll_name(c->coll));
+    }
+    r->retained = 1;
+    if (PMPI_Comm_get_errhandler(c->comm, &r->errh) != MPI_SUCCESS)
+        r->errh = MPI_ERRHANDLER_NULL;
     atomic_init(&r->thread_done, 0);
     ct_progress_info info;
     ct_progress_query(&info);
@@ -736,6 +881,9 @@ int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
             r->has_upper = 1;
         } else if (split_schedule(r, shape, height, split)) {
             free(height);
+            r->freed_next = NULL;
+            ct_job_release(&r->job);
+            PMPI_Errhandler_free(&r->errh);
             req_free(r);
             return ct_raise_error(c->comm, MPI_ERR_NO_MEM, "%s: out of memory",
                                   ct_coll_name(c->coll));
@@ -744,10 +892,16 @@ int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
     }
     if ((rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, &r->greq)) !=
         MPI_SUCCESS) {
+        ct_job_release(&r->job);
+        PMPI_Errhandler_free(&r->errh);
         req_free(r);
         return rc;
     }
     if ((rc = table_put(r->greq, r)) != MPI_SUCCESS) {
+        /* Untracked, it cannot be driven: completed at once with the error. */
+        r->rc = rc;
+        atomic_store_explicit(&r->final_rc, rc, memory_order_release);
+        atomic_store_explicit(&r->done, 1, memory_order_release);
         MPI_Grequest_complete(r->greq);
         *c->request = r->greq;
         return rc;
@@ -772,35 +926,36 @@ int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
     if (!thread_part || r->rc != MPI_SUCCESS) {
         if (!r->app_pending)
             complete(r, 0);
+        else
+            app_add(r);
         return MPI_SUCCESS;
     }
     if ((rc = ct_exec_begin(&r->run, thread_part, &r->job.x, &r->job.work)) != MPI_SUCCESS) {
         r->rc = rc;
-        if (!r->app_pending)
+        if (!r->app_pending) {
             complete(r, 0);
-        else
+        } else {
             atomic_store(&r->thread_done, 1);
+            app_add(r);
+        }
         return MPI_SUCCESS;
     }
     atomic_store(&r->thread_done, 0);
     r->has_upper = 1;
+    if (r->app_pending)
+        app_add(r); /* before the thread may finish its part */
     submit(r);
     return MPI_SUCCESS;
 }
 
-/* The application's part of r: blocking (wait) or one step (test). Returns
- * 1 once r is complete for MPI, 0 while it is not. */
-static int app_part(ct_nbc_req *r, int blocking)
+/* One step of the application's part of r (once the thread's part, if any, is
+ * over). Returns 1 once r is complete for MPI, 0 while it is not. */
+static int app_part(ct_nbc_req *r)
 {
     if (!r->app_pending)
         return 1;
-    if (r->has_upper) {
-        while (!atomic_load_explicit(&r->thread_done, memory_order_acquire)) {
-            if (!blocking)
-                return 0;
-            sched_yield();
-        }
-    }
+    if (r->has_upper && !atomic_load_explicit(&r->thread_done, memory_order_acquire))
+        return 0;
     if (!r->app_started) {
         r->app_started = 1;
         int rc = r->rc == MPI_SUCCESS ? ct_exec_begin(&r->run, &r->lower, &r->job.x,
@@ -813,11 +968,7 @@ static int app_part(ct_nbc_req *r, int blocking)
             return 1;
         }
     }
-    int done = 1, rc;
-    if (blocking)
-        rc = ct_exec_finish(&r->run);
-    else
-        rc = ct_exec_step(&r->run, &done);
+    int done = 1, rc = ct_exec_step(&r->run, &done);
     if (rc != MPI_SUCCESS && r->rc == MPI_SUCCESS)
         r->rc = rc;
     if (!done && rc == MPI_SUCCESS)
@@ -825,19 +976,6 @@ static int app_part(ct_nbc_req *r, int blocking)
     r->app_pending = 0;
     complete(r, 0);
     return 1;
-}
-
-void ct_nbc_drive(int count, MPI_Request *requests, int blocking)
-{
-    for (int i = 0; i < count; i++) {
-        ct_nbc_req *r = ct_nbc_find(requests[i]);
-        if (r) {
-            int was = ct_monitor_in_collective;
-            ct_monitor_in_collective = 1;
-            app_part(r, blocking);
-            ct_monitor_in_collective = was;
-        }
-    }
 }
 
 /* ---- Public entry points ------------------------------------------------ */
@@ -891,46 +1029,4 @@ int ct_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
     ct_call c = {CT_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                  MPI_OP_NULL, root, comm, request};
     return start_public(&c, opts);
-}
-
-int ct_wait(MPI_Request *request, MPI_Status *status)
-{
-    ct_nbc_drive(1, request, 1);
-    if (!hook_in_waits())
-        return PMPI_Wait(request, status);
-    int flag = 0, rc = MPI_SUCCESS;
-    while (rc == MPI_SUCCESS && !flag) {
-        run_hook();
-        rc = PMPI_Test(request, &flag, status);
-    }
-    return rc;
-}
-
-int ct_test(MPI_Request *request, int *flag, MPI_Status *status)
-{
-    ct_nbc_drive(1, request, 0);
-    if (hook_in_waits())
-        run_hook();
-    return PMPI_Test(request, flag, status);
-}
-
-int ct_waitall(int count, MPI_Request requests[], MPI_Status *statuses)
-{
-    ct_nbc_drive(count, requests, 1);
-    if (!hook_in_waits())
-        return PMPI_Waitall(count, requests, statuses);
-    int flag = 0, rc = MPI_SUCCESS;
-    while (rc == MPI_SUCCESS && !flag) {
-        run_hook();
-        rc = PMPI_Testall(count, requests, &flag, statuses);
-    }
-    return rc;
-}
-
-int ct_testall(int count, MPI_Request requests[], int *flag, MPI_Status *statuses)
-{
-    ct_nbc_drive(count, requests, 0);
-    if (hook_in_waits())
-        run_hook();
-    return PMPI_Testall(count, requests, flag, statuses);
 }

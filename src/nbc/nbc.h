@@ -15,9 +15,48 @@ int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
 /* colltune's request behind an MPI request, or NULL. */
 ct_nbc_req *ct_nbc_find(MPI_Request request);
 
-/* Runs the application-side part of every colltune request among requests:
- * to its end (blocking: for the waits) or one step (the tests). */
-void ct_nbc_drive(int count, MPI_Request *requests, int blocking);
+/* One step of every application part still to run (each request's part, once
+ * the progress thread's part is over), and the poll hook when the waits run it;
+ * never blocks. Nonzero when something moved. */
+int ct_nbc_poll(void);
+/* Whether the waits must poll: application parts are pending, or the hook runs
+ * in the waits. */
+int ct_nbc_busy(void);
+/* Whether r's operation is over (its result is in the caller's buffers). */
+int ct_nbc_done(const ct_nbc_req *r);
+/* Frees a done request *request (r): *request becomes MPI_REQUEST_NULL, status
+ * (or MPI_STATUS_IGNORE) the empty status of a collective with MPI_ERROR set to
+ * the operation's result, which is returned; a failure is also raised through
+ * the communicator's error handler. */
+int ct_nbc_collect(ct_nbc_req *r, MPI_Request *request, MPI_Status *status);
+/* The status of a done request r (without freeing it, for the get_status
+ * forms); returns the operation's result. */
+int ct_nbc_peek(const ct_nbc_req *r, MPI_Status *status);
+/* MPI_Cancel and MPI_Request_free on a colltune request are erroneous: the
+ * error, raised on its communicator; MPI_SUCCESS for another request. */
+int ct_nbc_misuse(MPI_Request request, const char *call);
+/* Releases what requests freed by MPI held (after a PMPI completion call that
+ * may have freed some; MPI_Finalize). */
+void ct_nbc_reap(void);
+
+/* The wait and test family for any mix of requests (src/nbc/complete.c), with
+ * MPI's semantics; ct_wait, ct_test, ct_waitall and ct_testall are public
+ * (colltune.h). The get_status forms do not free what they find complete. */
+int ct_waitany(int count, MPI_Request requests[], int *index, MPI_Status *status);
+int ct_testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status);
+int ct_waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                MPI_Status statuses[]);
+int ct_testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                MPI_Status statuses[]);
+int ct_request_get_status(MPI_Request request, int *flag, MPI_Status *status);
+#if MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
+int ct_request_get_status_all(int count, const MPI_Request requests[], int *flag,
+                              MPI_Status statuses[]);
+int ct_request_get_status_any(int count, const MPI_Request requests[], int *index, int *flag,
+                              MPI_Status *status);
+int ct_request_get_status_some(int incount, const MPI_Request requests[], int *outcount,
+                               int indices[], MPI_Status statuses[]);
+#endif
 
 /* A poll hook (the dynamic-broadcast engine, src/dyn): the progress thread
  * calls it at every pass while it is set, outside the engine's lock, and
