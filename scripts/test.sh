@@ -22,7 +22,8 @@ say "Python tests"
 COLLTUNE_MPI=${mpis[0]} .venv/bin/python -m pytest -q tests/python
 for m in "${mpis[@]:1}"; do
     say "drop-in and CLI tests with $m"
-    COLLTUNE_MPI=$m .venv/bin/python -m pytest -q tests/python/test_dropin.py tests/python/test_cli.py \
+    COLLTUNE_MPI=$m .venv/bin/python -m pytest -q tests/python/test_dropin.py \
+        tests/python/test_dropin_errors.py tests/python/test_requests.py tests/python/test_cli.py \
         tests/python/test_monitor.py
 done
 

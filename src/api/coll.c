@@ -422,6 +422,50 @@ static void significant(const ct_call *c, int rank, int *send, int *recv)
     }
 }
 
+/* Whether a datatype is committed and a predefined operation is defined for a datatype
+ * are not visible through MPI's query functions: MPI is asked on a communicator of this
+ * process alone with MPI_ERRORS_RETURN, so a "no" raises nothing on the application's
+ * handlers (a zero-count MPI_Pack checks that the type is committed; a zero-count
+ * MPI_Reduce, which communicates nothing, checks the operation against the type as the
+ * real call would: MPI_BAND on MPI_DOUBLE, MPI_MAXLOC on MPI_INT, a predefined operation
+ * on a derived type, whatever this MPI refuses). MPI_COMM_NULL if it could not be made:
+ * then nothing is asked. */
+static MPI_Comm probe_comm = MPI_COMM_NULL;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER; /* one collective at a time */
+
+static void probe_init(void)
+{
+    MPI_Comm c;
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &c) != MPI_SUCCESS)
+        return;
+    if (PMPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN) == MPI_SUCCESS)
+        probe_comm = c;
+    else
+        PMPI_Comm_free(&c);
+}
+
+static int type_committed(MPI_Datatype t)
+{
+    char out[1];
+    int pos = 0;
+    pthread_once(&probe_once, probe_init);
+    return probe_comm == MPI_COMM_NULL ||
+           PMPI_Pack(out, 0, t, out, 0, &pos, probe_comm) == MPI_SUCCESS;
+}
+
+static int op_defined_for(MPI_Op op, MPI_Datatype t)
+{
+    char in[1], out[1];
+    pthread_once(&probe_once, probe_init);
+    if (probe_comm == MPI_COMM_NULL)
+        return 1;
+    pthread_mutex_lock(&probe_lock);
+    int rc = PMPI_Reduce(in, out, 0, t, op, 0, probe_comm);
+    pthread_mutex_unlock(&probe_lock);
+    return rc == MPI_SUCCESS;
+}
+
 /* The argument checks MPI asks for; MPI_SUCCESS or the class, with *r. */
 static int check_args(const ct_call *c, int rank, int size, int inter, int *commutative,
                       reject *r)
@@ -437,6 +481,8 @@ static int check_args(const ct_call *c, int rank, int size, int inter, int *comm
         return refuse(r, MPI_ERR_TYPE, "%s: MPI_DATATYPE_NULL", cname);
     if (rooted(c->coll) && !inter && (c->root < 0 || c->root >= size))
         return refuse(r, MPI_ERR_ROOT, "%s: root %d outside [0, %d)", cname, c->root, size);
+    if ((send && !type_committed(c->sendtype)) || (recv && !type_committed(c->recvtype)))
+        return refuse(r, MPI_ERR_TYPE, "%s: datatype not committed", cname);
     *commutative = 1;
     int root = rank == c->root;
     switch (c->coll) {
@@ -451,6 +497,8 @@ static int check_args(const ct_call *c, int rank, int size, int inter, int *comm
             return refuse(r, MPI_ERR_OP, "%s: MPI_OP_NULL", cname);
         if ((rc = PMPI_Op_commutative(c->op, commutative)) != MPI_SUCCESS)
             return refuse(r, MPI_ERR_OP, "%s: invalid operation", cname);
+        if (!op_defined_for(c->op, c->recvtype))
+            return refuse(r, MPI_ERR_OP, "%s: operation not defined for the datatype", cname);
         if (c->sendbuf == MPI_IN_PLACE && c->coll == CT_REDUCE && !root)
             return refuse(r, MPI_ERR_BUFFER, "reduce: MPI_IN_PLACE is only valid at the root");
         if (c->recvbuf == MPI_IN_PLACE)

@@ -138,15 +138,36 @@ static void valid_names(ct_coll coll, char *buf, size_t len)
 }
 
 /* A bad setting in the environment: said on stderr (the user may not check
- * return codes) and raised as MPI_ERR_ARG with the same text. */
+ * return codes) and raised as MPI_ERR_ARG with the same text. The setting fails
+ * every call of its operation, and a program going on under MPI_ERRORS_RETURN
+ * makes many: each text gets one error code (MPICH 5.0.2 crashes after some
+ * 2000 made with MPI_Add_error_code) and is said once. */
 static int env_error(MPI_Comm comm, const char *msg)
 {
-    fprintf(stderr, "%s\n", msg);
-    int code;
-    if (MPI_Add_error_code(MPI_ERR_ARG, &code) != MPI_SUCCESS)
-        code = MPI_ERR_ARG;
-    else
-        MPI_Add_error_string(code, msg);
+    static struct {
+        char msg[MPI_MAX_ERROR_STRING];
+        int code;
+    } made[CT_NCOLL + 1]; /* an unknown algorithm per operation, a bad segment size */
+    static int nmade;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    int code = MPI_ERR_ARG, i;
+    pthread_mutex_lock(&lock);
+    for (i = 0; i < nmade && strcmp(made[i].msg, msg) != 0; i++)
+        ;
+    if (i < nmade) {
+        code = made[i].code;
+    } else {
+        fprintf(stderr, "%s\n", msg);
+        if (nmade < (int)(sizeof made / sizeof made[0]) &&
+            MPI_Add_error_code(MPI_ERR_ARG, &code) == MPI_SUCCESS) {
+            MPI_Add_error_string(code, msg);
+            snprintf(made[nmade].msg, sizeof made[nmade].msg, "%s", msg);
+            made[nmade++].code = code;
+        } else {
+            code = MPI_ERR_ARG;
+        }
+    }
+    pthread_mutex_unlock(&lock);
     MPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
     return code;
 }

@@ -17,6 +17,8 @@
  *                             "rank R cases C digest D" (D: a checksum of every
  *                             result, equal whoever computed them) and, at rank
  *                             0, "all ok"
+ *   --free comm,type,op       which handles the program frees right after each
+ *                             start (default all three; "none" for none)
  *   plain_requests --leak K   K non-blocking collectives with early frees; then
  *                             asks the drop-in (ct_handles_held, looked up with
  *                             dlsym: absent natively) what it still holds and
@@ -93,7 +95,14 @@ typedef struct opcase {
     int op, root;
     int *a, *b;          /* buffers, checked after completion */
     int alen, blen;
+    MPI_Comm comm;       /* what is freed after completion, not right after the start */
+    MPI_Datatype h, pair;
+    MPI_Op uop;
 } opcase;
+
+/* Which handles the program frees right after the start (--free; default all). */
+enum { FREE_COMM = 1, FREE_TYPE = 2, FREE_OP = 4 };
+static int early_free = FREE_COMM | FREE_TYPE | FREE_OP;
 
 static void start(opcase *c, MPI_Request *req)
 {
@@ -105,6 +114,9 @@ static void start(opcase *c, MPI_Request *req)
     MPI_Type_commit(&pair);
     MPI_Op op;
     MPI_Op_create(int_sum, 1, &op);
+    c->comm = MPI_COMM_NULL;
+    c->h = c->pair = MPI_DATATYPE_NULL;
+    c->uop = MPI_OP_NULL;
     c->alen = 4 * COUNT * n;
     c->blen = 4 * COUNT * n;
     c->a = malloc(sizeof(int) * (size_t)c->alen);
@@ -145,12 +157,39 @@ static void start(opcase *c, MPI_Request *req)
         break;
     }
     /* MPI allows all three right after the start; the operation keeps what it needs. */
-    MPI_Comm_free(&comm);
-    MPI_Type_free(&h);
-    MPI_Type_free(&pair);
-    MPI_Op_free(&op);
-    if (comm != MPI_COMM_NULL || h != MPI_DATATYPE_NULL || op != MPI_OP_NULL)
-        fail("a freed handle is not null", c->op, -1, 0);
+    if (early_free & FREE_COMM) {
+        MPI_Comm_free(&comm);
+        check(comm == MPI_COMM_NULL, "a freed communicator is not null", c->op, -1, 0);
+    } else {
+        c->comm = comm;
+    }
+    if (early_free & FREE_TYPE) {
+        MPI_Type_free(&h);
+        MPI_Type_free(&pair);
+        check(h == MPI_DATATYPE_NULL, "a freed datatype is not null", c->op, -1, 0);
+    } else {
+        c->h = h;
+        c->pair = pair;
+    }
+    if (early_free & FREE_OP) {
+        MPI_Op_free(&op);
+        check(op == MPI_OP_NULL, "a freed op is not null", c->op, -1, 0);
+    } else {
+        c->uop = op;
+    }
+}
+
+/* What start() left for after completion. */
+static void release(opcase *c)
+{
+    if (c->comm != MPI_COMM_NULL)
+        MPI_Comm_free(&c->comm);
+    if (c->h != MPI_DATATYPE_NULL) {
+        MPI_Type_free(&c->h);
+        MPI_Type_free(&c->pair);
+    }
+    if (c->uop != MPI_OP_NULL)
+        MPI_Op_free(&c->uop);
 }
 
 static void verify(opcase *c, int method)
@@ -196,6 +235,7 @@ static void verify(opcase *c, int method)
     }
     free(c->a);
     free(c->b);
+    release(c);
 }
 
 /* ---- The mixed array ----------------------------------------------------- */
@@ -449,7 +489,7 @@ static void complete_all(mixed *m, int method, int op)
 
 static void one_case(int op, int root, int method)
 {
-    opcase c = {op, root, NULL, NULL, 0, 0};
+    opcase c = {.op = op, .root = root};
     mixed m;
     build(&m, &c);
     complete_all(&m, method, op);
@@ -463,7 +503,7 @@ static void one_case(int op, int root, int method)
 static int leak(int iterations)
 {
     for (int it = 0; it < iterations; it++) {
-        opcase c = {it % NOPS, it % nprocs, NULL, NULL, 0, 0};
+        opcase c = {.op = it % NOPS, .root = it % nprocs};
         MPI_Request r;
         start(&c, &r);
         if (it % 2)
@@ -483,7 +523,7 @@ static int leak(int iterations)
     printf("rank %d held comms %d datatypes %d ops %d after %d\n", rank, comms, types, ops,
            iterations);
     /* The count is no constant: one reduce in flight, its handles freed, is held. */
-    opcase c = {1, 0, NULL, NULL, 0, 0};
+    opcase c = {.op = 1, .root = 0};
     MPI_Request r;
     start(&c, &r);
     comms = types = ops = -1;
@@ -501,6 +541,12 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--free")) {
+            const char *f = argv[i + 1];
+            early_free = (strstr(f, "comm") ? FREE_COMM : 0) |
+                         (strstr(f, "type") ? FREE_TYPE : 0) | (strstr(f, "op") ? FREE_OP : 0);
+        }
     if (argc > 2 && !strcmp(argv[1], "--leak")) {
         leak(atoi(argv[2]));
     } else {
