@@ -19,6 +19,9 @@
  *                             0, "all ok"
  *   --free comm,type,op       which handles the program frees right after each
  *                             start (default all three; "none" for none)
+ *   plain_requests --misuse   MPI_Request_free and MPI_Cancel on an MPI_Ibcast's
+ *                             request under MPI_ERRORS_RETURN: prints their error
+ *                             classes, then completes it and checks the result
  *   plain_requests --leak K   K non-blocking collectives with early frees; then
  *                             asks the drop-in (ct_handles_held, looked up with
  *                             dlsym: absent natively) what it still holds and
@@ -536,6 +539,34 @@ static int leak(int iterations)
     return 0;
 }
 
+/* ---- Erroneous calls on a collective's request ---------------------------- */
+
+static const char *class_name(int rc)
+{
+    int cls = rc;
+    MPI_Error_class(rc, &cls);
+    return cls == MPI_SUCCESS ? "MPI_SUCCESS" : cls == MPI_ERR_REQUEST ? "MPI_ERR_REQUEST"
+                                                                        : "other";
+}
+
+/* MPI_Request_free and MPI_Cancel on a non-blocking collective are erroneous: with
+ * MPI_ERRORS_RETURN each says so, and the request still completes right. */
+static void misuse(void)
+{
+    opcase c = {.op = 0, .root = 0};
+    MPI_Request r;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN); /* the dup inherits it */
+    early_free = FREE_TYPE | FREE_OP;
+    start(&c, &r);
+    int freed = MPI_Request_free(&r);
+    int cancelled = MPI_Cancel(&r);
+    printf("rank %d misuse Request_free -> %s Cancel -> %s\n", rank, class_name(freed),
+           class_name(cancelled));
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    verify(&c, -1);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -547,7 +578,9 @@ int main(int argc, char **argv)
             early_free = (strstr(f, "comm") ? FREE_COMM : 0) |
                          (strstr(f, "type") ? FREE_TYPE : 0) | (strstr(f, "op") ? FREE_OP : 0);
         }
-    if (argc > 2 && !strcmp(argv[1], "--leak")) {
+    if (argc > 1 && !strcmp(argv[1], "--misuse")) {
+        misuse();
+    } else if (argc > 2 && !strcmp(argv[1], "--leak")) {
         leak(atoi(argv[2]));
     } else {
         int roots[2] = {0, nprocs - 1};

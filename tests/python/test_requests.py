@@ -148,3 +148,13 @@ def test_no_handle_is_held_after_ten_thousand_collectives(build):
     for _, comms, types, ops in PENDING.findall(p.stdout):
         assert (int(comms), int(types), int(ops)) == (1, 1, 1), p.stdout
     assert len(PENDING.findall(p.stdout)) == 2
+
+
+def test_free_and_cancel_of_a_collective_request_are_refused(build):
+    """Both are erroneous in MPI: an error through the communicator's handler, not a crash;
+    the collective still completes with the right result."""
+    p = run(build, 3, "--misuse", COLLTUNE_BCAST_ALGORITHM="binomial", COLLTUNE_LOG="debug")
+    assert p.returncode == 0 and "all ok" in p.stdout, (p.stdout[-2000:], p.stderr[-2000:])
+    assert p.stdout.count("misuse Request_free -> MPI_ERR_REQUEST Cancel -> MPI_ERR_REQUEST") \
+        == 3, p.stdout
+    assert "MPI_Ibcast" in p.stderr and "-> binomial" in p.stderr
