@@ -128,13 +128,17 @@ int ct_barrier(MPI_Comm comm, const ct_options *opts);
 
 /*
  * As MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce, MPI_Iscatter, MPI_Igather. The
- * request is a real MPI request (a generalized request): MPI_Wait, MPI_Test,
- * MPI_Waitall with other requests, MPI_Request_free all work on it. A progress
+ * request is a real MPI request (a generalized request), to be completed with
+ * ct_wait, ct_test, ct_waitall, ct_testall (with any other requests) or the
+ * drop-in's MPI_Wait / MPI_Test / MPI_Request_get_status families, which check
+ * colltune's requests themselves and hand MPI only the others (docs/DROPIN.md);
+ * MPI_Request_free and MPI_Cancel on it are erroneous, as MPI says. A progress
  * thread (ct_progress_start) runs the offloaded part of the schedule while the
  * application computes; the part that runs on the application's core (the
- * last opts->split levels of a one-to-all tree) runs inside ct_wait / ct_test
- * (or the drop-in's MPI_Wait family), so wait with those. Without a progress
- * thread (no MPI_THREAD_MULTIPLE, or not started) everything runs inside them.
+ * last opts->split levels of a one-to-all tree) runs inside those calls.
+ * Without a progress thread (no MPI_THREAD_MULTIPLE, or not started)
+ * everything runs inside them. The communicator, datatype and op may be freed
+ * right after the start (ct_handles_held).
  * Collectives on one communicator must be started in the same order on every
  * rank, as MPI requires; several may be outstanding.
  */
@@ -151,8 +155,9 @@ int ct_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                const ct_options *opts, MPI_Request *request);
 
-/* As MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testall, for any requests, also
- * colltune's: these run colltune's application-side part first. */
+/* As MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testall, for any mix of requests,
+ * colltune's too: while they wait they drive every pending application part,
+ * not only those named (ranks may complete their collectives in any order). */
 int ct_wait(MPI_Request *request, MPI_Status *status);
 int ct_test(MPI_Request *request, int *flag, MPI_Status *status);
 int ct_waitall(int count, MPI_Request requests[], MPI_Status *statuses);
