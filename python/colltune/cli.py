@@ -27,11 +27,12 @@ from . import (
     tune,
     validate,
 )
-from .store import sigterm_as_interrupt
+from .args import Parser, UsageError, report_usage
+from .store import StoreError, Terminated, sigterm_as_interrupt
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="colltune",
         description="MPI collectives measured, modelled, tuned and monitored.",
     )
@@ -65,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
         # 'interrupted' with what they had measured.
         with sigterm_as_interrupt():
             return int(args.func(args) or 0)
+    except UsageError as e:  # a bad argument found before anything ran or was recorded
+        return report_usage(f"colltune {args.verb}", e)
+    except StoreError as e:  # a damaged, foreign or locked store: said once, never written
+        print(f"colltune {args.verb}: {e}", file=sys.stderr)
+        return 1
+    except Terminated:
+        print("\ncolltune: terminated (SIGTERM)", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("\ncolltune: interrupted", file=sys.stderr)
         return 130

@@ -13,6 +13,7 @@ import threading
 import time
 from pathlib import Path
 
+from .args import MAX_COUNT, check_memory, count_int, int_type, need, positive_int, size_type
 from .mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from .progress import ProgressBar
 from .store import write_atomic
@@ -28,19 +29,12 @@ RUN_MAX = "1M"
 RUN_ITERS = 10
 
 
-def _size(text: str) -> int:
-    """Parses 8, 64K, 4M, 1G (binary units)."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    t = text.strip().upper().removesuffix("B").removesuffix("I")
-    mult = units.get(t[-1:], 1)
-    value = int(t[:-1] if t[-1:] in units else t)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"size must be positive: {text}")
-    return value * mult
+# Sizes on the command line: one parser for every verb (colltune.args).
+_size = size_type(1)
 
 
 def human_size(n: int) -> str:
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, div in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= div and n % div == 0:
             return f"{n // div} {unit}"
     return f"{n} B"
@@ -76,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _bench_arguments(p: argparse.ArgumentParser, max_size: str, iters: int) -> None:
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
-    p.add_argument("-n", "--ranks", type=int, default=os.cpu_count() or 1,
+    p.add_argument("-n", "--ranks", type=positive_int, default=os.cpu_count() or 1,
                    help="MPI ranks (default: all cores, one rank per core)")
     p.add_argument("--min", type=_size, default=_size("8"),
                    help="smallest size in bytes (default 8): of the message (bcast), the vector "
@@ -84,19 +78,72 @@ def _bench_arguments(p: argparse.ArgumentParser, max_size: str, iters: int) -> N
                         "alltoall); the barrier has no size")
     p.add_argument("--max", type=_size, default=_size(max_size),
                    help=f"largest size (default {max_size})")
-    p.add_argument("--iters", type=int, default=iters,
+    p.add_argument("--iters", type=count_int, default=iters,
                    help="timed iterations per size (default: "
                         + (f"{iters})" if iters else "20 to 1000 by size)"))
-    p.add_argument("--warmup", type=int, default=0)
+    p.add_argument("--warmup", type=count_int, default=0,
+                   help="untimed iterations before each size (default 0: a tenth of --iters, "
+                        "at least 2)")
     p.add_argument("--segsize", type=_size, default=None,
                    help="segment size for segmentable algorithms (default: theirs)")
-    p.add_argument("--radix", type=int, default=0, help="k-nomial radix (default 4)")
-    p.add_argument("--root", type=int, default=0,
+    p.add_argument("--radix", type=int_type(0, 1024), default=0,
+                   help="k-nomial radix, 2 or more (default 0: the algorithm's, 4)")
+    p.add_argument("--root", type=count_int, default=0,
                    help="root of bcast, reduce, scatter and gather (default 0)")
     p.add_argument("--no-bind", action="store_true", help="do not pin ranks to cores")
     p.add_argument("--no-check", action="store_true",
                    help="skip the one-off comparison of each algorithm's result with native")
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
+    p.add_argument("--force", action="store_true",
+                   help="run even when the buffers would not fit in the free memory")
+
+
+MOVEMENT = ("scatter", "gather", "allgather", "alltoall")
+REDUCTIONS = ("reduce", "allreduce")
+
+
+def bench_bytes_per_rank(op: str, max_size: int, ranks: int) -> int:
+    """About what one rank of a bench of `op` up to `max_size` allocates: ct_bench's send,
+    receive and reference buffers (N blocks each for the data-movement operations) and up to
+    two more of the same size inside the collectives."""
+    if op == "barrier":
+        return 0
+    esize = 8 if op in REDUCTIONS else 1
+    buffer = (max_size + esize) * (ranks if op in MOVEMENT else 1)
+    return 5 * buffer
+
+
+def check_bench_args(args: argparse.Namespace, ops: list[str], build: MPIBuild,
+                     algs: str | None = None) -> None:
+    """Everything about a bench or run that can be known wrong before launching it
+    (UsageError): sizes in order and in range, the root inside the communicator, the
+    algorithm names, the memory the buffers take."""
+    need(args.min <= args.max,
+         f"--min {human_size(args.min)} is larger than --max {human_size(args.max)}; "
+         "allowed: --min <= --max")
+    sized = [op for op in ops if op != "barrier"]
+    if sized:
+        limit = MAX_COUNT * (8 if set(sized) <= set(REDUCTIONS) else 1)
+        need(args.max <= limit,
+             f"--max {human_size(args.max)}: a message of more than {MAX_COUNT} elements "
+             f"(2 GiB - 1 bytes) cannot be counted by MPI; allowed: up to {human_size(limit)}")
+    if any(op in ("bcast", "reduce", "scatter", "gather") for op in ops):
+        need(args.root < args.ranks,
+             f"--root {args.root} is not a rank of {args.ranks}; allowed: 0 to {args.ranks - 1}")
+    need(args.radix in (0,) or args.radix >= 2,
+         f"--radix {args.radix}: allowed 0 (the algorithm's default) or 2 and more")
+    if algs is not None:
+        names = [a["name"] for a in build.registry() if a["coll"] == ops[0]]
+        if algs != "all":
+            items = [t.strip() for t in algs.split(",")]
+            need(all(items), f"--algs '{algs}': an empty name in the list; give 'all' or "
+                             f"comma-separated {ops[0]} algorithms: {', '.join(names)}")
+            bad = [t for t in items if t not in names]
+            need(not bad, f"--algs: unknown {ops[0]} algorithm '{bad[0] if bad else ''}'; "
+                          f"allowed: all, {', '.join(names)}")
+    per_rank = max(bench_bytes_per_rank(op, args.max, args.ranks) for op in ops)
+    check_memory(per_rank, args.ranks, getattr(args, "force", False),
+                 f"--max {human_size(args.max)} on {args.ranks} ranks")
 
 
 def cmd_algorithms(args: argparse.Namespace) -> int:
@@ -280,6 +327,7 @@ def _open_store():
 def cmd_bench(args: argparse.Namespace) -> int:
     try:
         build = MPIBuild.select(args.mpi)
+        check_bench_args(args, [args.op], build, args.algs)
     except MPIError as e:
         print(f"colltune: {e}", file=sys.stderr)
         return 2
@@ -322,6 +370,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         build = MPIBuild.select(args.mpi)
+        check_bench_args(args, list(COLLS), build)
     except MPIError as e:
         print(f"colltune: {e}", file=sys.stderr)
         return 2

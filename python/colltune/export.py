@@ -278,12 +278,45 @@ FORMATS = {"ompi": export_ompi_rules, "ompi-json": export_ompi_json,
            "mpich": export_mpich_json}
 
 
+def known_algorithms() -> dict[str, list[str]] | None:
+    """colltune's algorithm names per operation (native included), from the build's
+    registry; None when there is no build to ask."""
+    from .mpi import MPIBuild, MPIError
+
+    try:
+        registry = MPIBuild.select().registry()
+    except (MPIError, OSError):
+        return None
+    out: dict[str, list[str]] = {}
+    for a in registry:
+        out.setdefault(a["coll"], []).append(a["name"])
+    return out
+
+
+def _check_algorithms(doc: dict, where: str) -> None:
+    """TableFileError for the first entry whose algorithm colltune does not have."""
+    known = known_algorithms()
+    if known is None:
+        return
+    for i, e in enumerate(doc["entries"]):
+        names = known.get(e["op"], [])
+        if e["algorithm"] not in names:
+            raise tbl.TableFileError(
+                f"{where}: entries[{i}].algorithm: unknown {e['op']} algorithm "
+                f"{e['algorithm']!r}; allowed: {', '.join(names)}")
+
+
 def cmd_export(args: argparse.Namespace) -> int:
     try:
         doc = tbl.load(args.table)
         base = None
         if args.mpich_base:
             base = json.loads(open(args.mpich_base).read())
+        _check_algorithms(doc, args.table)
+    except RecursionError:
+        print(f"colltune export-rules: {args.mpich_base}: JSON nested too deeply",
+              file=sys.stderr)
+        return 2
     except (tbl.TableFileError, OSError, json.JSONDecodeError) as e:
         print(f"colltune export-rules: {e}", file=sys.stderr)
         return 2

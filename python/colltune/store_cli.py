@@ -6,13 +6,23 @@ their own (`python -m colltune.store_cli VERB ...`), without the rest of colltun
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 import sys
 import unicodedata
 
-from .store import STATUSES, Store, StoreError, default_path, run_to_csv, run_to_json, write_atomic
+from .args import Parser, count_int, port_type
+from .store import (
+    STATUSES,
+    Store,
+    StoreError,
+    backup,
+    default_path,
+    integrity_problems,
+    run_to_csv,
+    run_to_json,
+    write_atomic,
+)
 
 _DB_HELP = "the results store (default: $COLLTUNE_DB, else ~/.local/share/colltune/colltune.db)"
 
@@ -22,10 +32,11 @@ def register(sub) -> None:
     _register_export(sub)
     _register_report(sub)
     _register_serve(sub)
+    _register_store(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="colltune", description="The results store's verbs.")
+    parser = Parser(prog="colltune", description="The results store's verbs.")
     register(parser.add_subparsers(dest="verb", metavar="VERB", required=True))
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
@@ -36,7 +47,7 @@ def _register_runs(sub) -> None:
                        description="List recorded runs, newest first.")
     p.add_argument("--verb", help="only runs of this verb (bench, run, ...)")
     p.add_argument("--status", choices=STATUSES, help="only runs with this status")
-    p.add_argument("--limit", type=int, default=20, metavar="N",
+    p.add_argument("--limit", type=count_int, default=20, metavar="N",
                    help="at most N runs (default 20; 0 for all)")
     p.add_argument("--json", action="store_true", help="print the runs as a JSON list")
     p.add_argument("--db", metavar="PATH", help=_DB_HELP)
@@ -76,9 +87,53 @@ def _register_serve(sub) -> None:
                                    "filter runs, open their reports, compare two runs.")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default 127.0.0.1: this machine only)")
-    p.add_argument("--port", type=int, default=8050, help="port (default 8050; 0: any free)")
+    p.add_argument("--port", type=port_type, default=8050,
+                   help="port, 1 to 65535 (default 8050; 0: any free)")
     p.add_argument("--db", metavar="PATH", help=_DB_HELP)
     p.set_defaults(func=cmd_serve)
+
+
+def _register_store(sub) -> None:
+    p = sub.add_parser("store", help="check or back up the results store",
+                       description="Look after the store: `check` reads every page and names "
+                                   "what is damaged; `backup` copies it with SQLite's online "
+                                   "backup API (safe while runs are being recorded).")
+    verbs = p.add_subparsers(dest="store_verb", metavar="ACTION", required=True)
+    c = verbs.add_parser("check", help="check the store's integrity (exit 1 if damaged)")
+    c.add_argument("--db", metavar="PATH", help=_DB_HELP)
+    c.set_defaults(func=cmd_store_check)
+    b = verbs.add_parser("backup", help="copy the store to a new file")
+    b.add_argument("dest", metavar="FILE", help="the copy to write (must not exist)")
+    b.add_argument("--db", metavar="PATH", help=_DB_HELP)
+    b.set_defaults(func=cmd_store_backup)
+
+
+def cmd_store_check(args) -> int:
+    db = args.db or default_path()
+    problems = integrity_problems(db)
+    if problems:
+        for line in problems:
+            print(f"colltune store check: {line}", file=sys.stderr)
+        return 1
+    with Store.open(db, create=False) as store:
+        n = len(store.runs())
+    print(f"{db}: ok ({n} runs)")
+    return 0
+
+
+def cmd_store_backup(args) -> int:
+    db = args.db or default_path()
+    try:
+        n, salvaged = backup(db, args.dest)
+    except (StoreError, OSError) as exc:
+        print(f"colltune store backup: {exc}", file=sys.stderr)
+        return 1
+    if salvaged:
+        print(f"wrote {args.dest}: {n} runs salvaged from the damaged {db} (runs on damaged "
+              "pages are lost)")
+    else:
+        print(f"wrote {args.dest}: a copy of {db} ({n} runs)")
+    return 0
 
 
 def _reports_errors(handler):
