@@ -77,7 +77,12 @@ class DashboardServer(ThreadingHTTPServer):
 
 def serve(db_path: str | Path, host: str = "127.0.0.1", port: int = 8050) -> int:
     """Serve until Ctrl-C or SIGTERM; returns the exit status."""
-    Store.open(db_path, create=False).close()  # a missing or foreign store fails here, once
+    if not Path(db_path).exists():  # a typo in --db: said once, nothing served
+        raise StoreError(f"{db_path}: no colltune store here (nothing recorded yet)")
+    try:
+        Store.open(db_path, create=False).close()
+    except StoreError as exc:  # damaged or locked: every page says so, until it is fixed
+        print(f"colltune: {exc}", file=sys.stderr)
     server = DashboardServer(db_path, host, port)
     print(f"colltune dashboard on {server.url} (store {server.db_path}); Ctrl-C to stop",
           flush=True)
@@ -125,8 +130,10 @@ class _Handler(BaseHTTPRequestHandler):
             status, content_type = HTTPStatus.NOT_FOUND, "text/html"
             body = _error_page(status, exc)
         except StoreError as exc:
-            status, content_type = HTTPStatus.INTERNAL_SERVER_ERROR, "text/html"
-            body = _error_page(status, exc)
+            # The store, not the dashboard, is at fault (damaged, foreign, locked): the same
+            # line as the command line's, as a page.
+            status, content_type = HTTPStatus.SERVICE_UNAVAILABLE, "text/html"
+            body = _error_page(status, exc, "The store cannot be read")
         except Exception:
             traceback.print_exc()
             status, content_type = HTTPStatus.INTERNAL_SERVER_ERROR, "text/html"
@@ -263,10 +270,9 @@ def _int_param(query: dict, name: str, default: int) -> int:
     return int(value)
 
 
-def _error_page(status: HTTPStatus, message) -> str:
-    return _page(f"{status.value} {status.phrase}",
-                 f"{_NAV}<h1>{status.value} {esc(status.phrase)}</h1>"
-                 f"<p class='error'>{esc(message)}</p>")
+def _error_page(status: HTTPStatus, message, title: str | None = None) -> str:
+    heading = title or f"{status.value} {status.phrase}"
+    return _page(heading, f"{_NAV}<h1>{esc(heading)}</h1><p class='error'>{esc(message)}</p>")
 
 
 def _page(title: str, body: str) -> str:

@@ -37,6 +37,8 @@ RUN_EXPORT_SCHEMA = "colltune-run/1"
 STATUSES = ("running", "complete", "failed", "interrupted", "incomplete")
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+# Python's json gives up (RecursionError) about here; no colltune file comes near it.
+MAX_JSON_DEPTH = 900
 _BENCH_COLUMNS = ("op", "ranks", "datatype", "binding", "iterations", "warmup", "root", "command")
 _RESULT_COLUMNS = ("algorithm", "segsize", "size", "count", "iterations",
                    "avg_us", "min_us", "max_us", "median_us")
@@ -102,6 +104,14 @@ class StoreError(Exception):
     """The store cannot be used: missing, corrupt, foreign or too new a file, or a bad request."""
 
 
+ADVICE = ("check it with `colltune store check`, keep a copy with `colltune store backup`, "
+          "then move it aside (a new store is made in its place) or set COLLTUNE_DB")
+# A store this small is checked page by page (PRAGMA quick_check) each time it opens.
+QUICK_CHECK_MAX_BYTES = 64 << 20
+# How long a write waits for another process that holds the store's write lock.
+LOCK_TIMEOUT_S = 10.0
+
+
 class RunNotFound(StoreError):
     """No run with the requested id."""
 
@@ -151,6 +161,9 @@ def read_validated(path: str | os.PathLike, validate, error: type[Exception]) ->
         raise error(f"{os.fspath(path)}: cannot read: {e.strerror}") from e
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise error(f"{os.fspath(path)}: not JSON: {e}") from e
+    except RecursionError:
+        raise error(f"{os.fspath(path)}: JSON nested too deeply (more than about "
+                    f"{MAX_JSON_DEPTH} levels): not a file colltune writes") from None
     problems = validate(doc, os.fspath(path))
     if problems:
         raise error("; ".join(problems))
@@ -203,21 +216,41 @@ class Store:
 
     @classmethod
     def open(cls, path: str | os.PathLike | None = None, *, create: bool = True) -> Store:
-        """Open (and with `create`, create) the store; mark runs whose process died."""
+        """Open (and with `create`, create) the store; mark runs whose process died.
+
+        `create` means the caller will record runs: a read-only file is refused then; the
+        reading verbs (create=False) open it read-only. A damaged or foreign file is refused
+        (StoreError, one line with the path and the advice) and never written into."""
         db = Path(path).expanduser() if path is not None else default_path()
         _check_file(db, create)
+        readonly = db.exists() and not _writable(db)
+        if readonly and create:
+            raise StoreError(f"{db}: the store is read-only (mode {db.stat().st_mode & 0o777:o}): "
+                             "cannot record runs in it; make it writable (chmod u+w), set "
+                             "COLLTUNE_DB to another file, or pass --no-record")
+        timeout = float(os.environ.get("COLLTUNE_DB_TIMEOUT") or LOCK_TIMEOUT_S)
         try:
-            conn = sqlite3.connect(db, timeout=10.0, isolation_level=None)
+            if readonly:
+                conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True,
+                                       timeout=timeout, isolation_level=None)
+            else:
+                conn = sqlite3.connect(db, timeout=timeout, isolation_level=None)
         except sqlite3.Error as exc:
             raise StoreError(f"{db}: cannot open: {exc}") from exc
         conn.row_factory = sqlite3.Row
         store = cls(db, conn)
         try:
-            _prepare(conn, db)
-            store._mark_dead_runs()
+            _prepare(conn, db, readonly)
+            _quick_check(conn, db)
+            if not readonly:
+                store._mark_dead_runs()
+        except sqlite3.OperationalError as exc:
+            conn.close()
+            raise _store_error(db, exc) from exc
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise StoreError(f"{db}: cannot use it as a colltune store: {exc}") from exc
+            raise StoreError(f"{db}: damaged, cannot use it as a colltune store ({exc}); "
+                             f"{ADVICE}") from exc
         except BaseException:
             conn.close()
             raise
@@ -232,8 +265,16 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    @contextlib.contextmanager
     def _tx(self):
-        return _transaction(self._conn)
+        try:
+            with _transaction(self._conn) as c:
+                yield c
+        except sqlite3.OperationalError as exc:
+            raise _store_error(self.path, exc) from exc
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: damaged, nothing more is written into it ({exc}); "
+                             f"{ADVICE}") from exc
 
     # -- writing -------------------------------------------------------------------
 
@@ -256,12 +297,38 @@ class Store:
                             tuple(record.values()))
         return RunHandle(self, cur.lastrowid)
 
+    def resumable_run(self, verb: str, argv: list[str]) -> int | None:
+        """The newest run of the same command line that did not complete (interrupted,
+        failed or incomplete), to be resumed as the same run; None if there is none."""
+        row = self._conn.execute(
+            "SELECT id, status FROM runs WHERE verb = ? AND argv = ? AND host = ? "
+            "ORDER BY id DESC LIMIT 1", (verb, _dumps(list(argv)), socket.gethostname()),
+        ).fetchone()
+        if row is None or row["status"] not in ("interrupted", "failed", "incomplete"):
+            return None
+        return row["id"]
+
+    def resume_run(self, run_id: int) -> RunHandle:
+        """Make a run that stopped 'running' again, in this process: it goes on where it
+        stopped and keeps its id, start time and benches."""
+        with self._tx() as c:
+            old = c.execute("SELECT status, reason FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if old is None:
+                raise RunNotFound(f"no run {run_id} in {self.path}")
+            c.execute("UPDATE runs SET status = 'running', pid = ?, boot_id = ?, "
+                      "finished_at = NULL, reason = ? WHERE id = ?",
+                      (os.getpid(), boot_id(), f"resumed after: {old['status']}"
+                       + (f" ({old['reason']})" if old["reason"] else ""), run_id))
+        return RunHandle(self, run_id)
+
     def _mark_dead_runs(self) -> None:
-        """Runs left 'running' by a process that died (SIGKILL, crash, reboot) -> 'incomplete'."""
+        """Runs left 'running' by a process that died (SIGKILL, crash, reboot) -> 'incomplete'.
+        The reason keeps the run's last progress note: where it stopped."""
         rows = self._conn.execute(
-            "SELECT id, pid, boot_id, started_at FROM runs WHERE status = 'running' AND host = ?",
-            (socket.gethostname(),)).fetchall()
-        dead = [(reason, row["id"]) for row in rows if (reason := _death_reason(row))]
+            "SELECT id, pid, boot_id, started_at, reason FROM runs "
+            "WHERE status = 'running' AND host = ?", (socket.gethostname(),)).fetchall()
+        dead = [(reason + (f"; stopped at: {row['reason']}" if row["reason"] else ""),
+                 row["id"]) for row in rows if (reason := _death_reason(row))]
         if dead:
             with self._tx() as c:
                 c.executemany("UPDATE runs SET status = 'incomplete', reason = ? "
@@ -367,6 +434,14 @@ class RunHandle:
                 c.execute(f"UPDATE runs SET {assignments} WHERE id = ?",
                           (*values.values(), self.id))
 
+    def progress(self, note: str) -> None:
+        """Note how far a running run has got (its reason while it runs): a run killed
+        meanwhile is marked 'incomplete' with this note, so its record says where it stopped."""
+        self._check_unfinished()
+        with self.store._tx() as c:
+            c.execute("UPDATE runs SET reason = ? WHERE id = ? AND status = 'running'",
+                      (note, self.id))
+
     def finish(self, status: str = "complete", reason: str | None = None) -> None:
         """End the run: 'complete', 'failed', 'interrupted' or 'incomplete', with a reason."""
         if status not in STATUSES[1:]:
@@ -445,17 +520,184 @@ def _check_file(db: Path, create: bool) -> None:
         return
     try:
         with db.open("rb") as f:
-            head = f.read(len(_SQLITE_MAGIC))
+            head = f.read(100)
     except OSError as exc:
         raise StoreError(f"{db}: cannot read: {exc.strerror}") from exc
-    if head and head != _SQLITE_MAGIC:
+    if head and head[:len(_SQLITE_MAGIC)] != _SQLITE_MAGIC:
         raise StoreError(f"{db}: not a colltune store: not an SQLite database "
-                         "(corrupt, or some other kind of file)")
+                         f"(corrupt, or some other kind of file); {ADVICE}")
+    pages = _truncated(db, head)
+    if pages:
+        raise StoreError(f"{db}: damaged: truncated, {pages[0]} of its {pages[1]} pages are "
+                         f"there; {ADVICE}")
 
 
-def _prepare(conn: sqlite3.Connection, db: Path) -> None:
+def _truncated(db: Path, head: bytes) -> tuple[int, int] | None:
+    """(pages present, pages the header says) when the file is shorter than its header says."""
+    if len(head) < 100:
+        return None
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    expected = int.from_bytes(head[28:32], "big")
+    # The header's page count is valid only when its "version-valid-for" matches.
+    if not page_size or head[92:96] != head[24:28]:
+        return None
+    present = db.stat().st_size // page_size
+    return (present, expected) if present < expected else None
+
+
+def _writable(db: Path) -> bool:
+    """Whether the store file may be written: by permission and, since root passes every
+    permission check, by its mode (a file with no write bit was made read-only on purpose)."""
+    try:
+        mode = db.stat().st_mode
+    except OSError:
+        return True
+    return bool(mode & 0o222) and os.access(db, os.W_OK)
+
+
+def _store_error(db: Path, exc: sqlite3.OperationalError) -> StoreError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return StoreError(f"{db}: locked by another process writing into it (waited "
+                          f"{float(os.environ.get('COLLTUNE_DB_TIMEOUT') or LOCK_TIMEOUT_S):g} "
+                          "s); wait for it to finish (`fuser` names it) and try again")
+    if "readonly" in text or "read-only" in text:
+        return StoreError(f"{db}: cannot write into the store ({text}); make it and its "
+                          "folder writable, or set COLLTUNE_DB to another file")
+    return StoreError(f"{db}: cannot use the store ({text}); {ADVICE}")
+
+
+def _quick_check(conn: sqlite3.Connection, db: Path) -> None:
+    """PRAGMA quick_check when it is cheap (a small file): damage found on open, not halfway
+    through a run. A larger store is checked on demand (`colltune store check`)."""
+    try:
+        size = db.stat().st_size
+    except OSError:
+        return
+    if size > QUICK_CHECK_MAX_BYTES:
+        return
+    rows = [r[0] for r in conn.execute("PRAGMA quick_check(5)")]
+    if rows != ["ok"]:
+        raise StoreError(f"{db}: damaged ({'; '.join(rows[:3])}); {ADVICE}")
+
+
+def integrity_problems(db: str | os.PathLike) -> list[str]:
+    """`colltune store check`: everything wrong with a store file, read-only, without
+    refusing as Store.open does (empty list: a sound colltune store)."""
+    db = Path(db)
+    if not db.is_file():
+        return [f"{db}: no such file"]
+    with db.open("rb") as f:
+        head = f.read(100)
+    if not head:
+        return [f"{db}: empty file"]
+    if head[:len(_SQLITE_MAGIC)] != _SQLITE_MAGIC:
+        return [f"{db}: not an SQLite database (some other kind of file)"]
+    try:
+        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        return [f"{db}: cannot open: {exc}"]
+    try:
+        app_id, version, tables = _header(conn)
+        problems = []
+        if app_id != APPLICATION_ID:
+            problems.append(f"{db}: an SQLite database without the colltune marker "
+                            f"(application_id {app_id:#x})")
+        elif version > SCHEMA_VERSION:
+            problems.append(f"{db}: schema version {version} is newer than this colltune's")
+        pages = _truncated(db, head)
+        if pages:
+            problems.append(f"{db}: truncated: {pages[0]} of its {pages[1]} pages are there")
+        problems += [f"{db}: {r[0]}" for r in conn.execute("PRAGMA integrity_check(20)")
+                     if r[0] != "ok"]
+        return problems
+    except sqlite3.DatabaseError as exc:
+        return [f"{db}: {exc}"]
+    finally:
+        conn.close()
+
+
+def backup(db: str | os.PathLike, dest: str | os.PathLike) -> tuple[int, bool]:
+    """`colltune store backup`: a copy of the store at `dest` made with SQLite's online backup
+    API (consistent while another process writes), checked to open. A damaged store's pages
+    would carry the damage along: then the copy is a new store holding every run, bench and
+    result that can still be read. Returns (runs in the copy, salvaged). StoreError when
+    there is nothing to copy or `dest` exists."""
+    db, dest = Path(db), Path(dest)
+    if dest.exists():
+        raise StoreError(f"{dest}: exists already; name a new file for the backup")
+    problems = integrity_problems(db)
+    if problems and any(w in problems[0] for w in ("not an SQLite", "no such file",
+                                                   "empty file", "without the colltune")):
+        raise StoreError(f"cannot back up {problems[0]}")
+    tmp = dest.with_name(f".{dest.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        src = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        try:
+            if problems:
+                _salvage(src, tmp)
+            else:
+                out = sqlite3.connect(tmp)
+                try:
+                    src.backup(out)
+                finally:
+                    out.close()
+        finally:
+            src.close()
+        with Store.open(tmp, create=False) as copy:
+            n = len(copy.runs())
+        os.replace(tmp, dest)
+    except (sqlite3.DatabaseError, StoreError) as exc:
+        raise StoreError(f"cannot back up {db}: {exc}") from exc
+    finally:
+        for leftover in (tmp, Path(f"{tmp}-wal"), Path(f"{tmp}-shm")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+    return n, bool(problems)
+
+
+def _salvage(src: sqlite3.Connection, dest: Path) -> None:
+    """Copy into a new store at `dest` every run whose row, benches and results can be read;
+    a run that meets a damaged page is left out whole (never half a run)."""
+    src.row_factory = sqlite3.Row
+
+    def rows(sql: str, *params) -> list[sqlite3.Row]:
+        out = []
+        try:
+            for row in src.execute(sql, params):
+                out.append(row)
+        except sqlite3.DatabaseError:
+            pass  # what came before the damaged page is kept
+        return out
+
+    with Store.open(dest) as store:
+        conn = store._conn
+        for run in rows("SELECT * FROM runs ORDER BY id"):
+            try:
+                benches = list(src.execute("SELECT * FROM benches WHERE run_id = ?",
+                                           (run["id"],)))
+                results = [r for b in benches for r in src.execute(
+                    "SELECT * FROM results WHERE bench_id = ?", (b["id"],))]
+            except sqlite3.DatabaseError:
+                continue
+            with _transaction(conn):
+                for table, items in (("runs", [run]), ("benches", benches),
+                                     ("results", results)):
+                    for item in items:
+                        keys = item.keys()
+                        conn.execute(f"INSERT INTO {table} ({', '.join(keys)}) "
+                                     f"VALUES ({', '.join('?' * len(keys))})", tuple(item))
+
+
+def _prepare(conn: sqlite3.Connection, db: Path, readonly: bool = False) -> None:
     """Check our marker and version, create or migrate the schema, set up WAL."""
     app_id, version, tables = _header(conn)
+    if readonly:
+        if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
+            raise StoreError(f"{db}: read-only and not a colltune store of schema version "
+                             f"{SCHEMA_VERSION}: cannot read it")
+        return
     if app_id == 0 and not tables and version == 0:
         _upgrade(conn)
     elif app_id != APPLICATION_ID:

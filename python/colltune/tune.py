@@ -22,9 +22,11 @@ import time
 from pathlib import Path
 
 from . import table as tbl
-from .commands import COLLS, _size, human_size
+from .args import UsageError, check_memory, need, parse_size, positive_int, split_list
+from .commands import COLLS, bench_bytes_per_rank, human_size
 from .mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from .progress import ProgressBar
+from .store import Terminated
 
 SEG_MIN = 1024
 # A candidate replaces native only when it measured at least this much faster: measurements
@@ -97,21 +99,36 @@ def methods_for(registry: list[dict], op: str, size: int) -> dict[str, list[int]
 
 
 def parse_ranks(text: str | None, cores: int) -> list[int]:
+    """'2-16', '4,8,16' or '2-4,8': process counts, each at least 1 (UsageError if not)."""
     if not text:
         return list(range(2, max(2, cores) + 1))
     out: list[int] = []
-    for part in text.split(","):
+    for part in split_list(text, "--ranks", what="process count"):
         a, _, b = part.partition("-")
-        out += range(int(a), int(b or a) + 1)
+        try:
+            lo, hi = int(a), int(b or a)
+        except ValueError:
+            raise UsageError(f"--ranks '{text}': '{part}' is not a count or range; allowed: "
+                             "counts >= 1 as N, A-B or a comma list (e.g. 2-8 or 4,8,16)") from None
+        need(1 <= lo <= hi, f"--ranks '{text}': '{part}' is not a range of counts >= 1 "
+                            "with A <= B (e.g. 2-8)")
+        out += range(lo, hi + 1)
     return sorted(set(out))
 
 
 def parse_sizes(text: str | None, reduced: bool) -> list[int]:
+    """'8-4M' or '64K': the powers of two between (UsageError if not sizes in order)."""
     from .search import grid_sizes, reduced_sizes
 
     if text:
         lo, _, hi = text.partition("-")
-        return grid_sizes(_size(lo), _size(hi or lo))
+        try:
+            a, b = parse_size(lo), parse_size(hi or lo)
+        except ValueError as e:
+            raise UsageError(f"--sizes '{text}': {e}") from None
+        need(1 <= a <= b, f"--sizes '{text}': allowed MIN-MAX with 1 B <= MIN <= MAX "
+                          "(e.g. 8-4M)")
+        return grid_sizes(a, b)
     return reduced_sizes() if reduced else grid_sizes(8, 4 << 20)
 
 
@@ -143,8 +160,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--from-monitor", default=None, metavar="FILE",
                    help="tune only the (op, ranks, size) calls listed in a JSON file "
                         "([{'op':..,'ranks':..,'size_bytes':..}, ...]) from a monitored run")
-    p.add_argument("--iters", type=int, default=20, help="timed iterations a candidate")
-    p.add_argument("--top", type=int, default=3, help="model strategy: candidates measured")
+    p.add_argument("--iters", type=positive_int, default=20,
+                   help="timed iterations a candidate")
+    p.add_argument("--top", type=positive_int, default=3,
+                   help="model strategy: candidates measured")
     p.add_argument("--confirm", type=int, default=CONFIRM_ROUNDS,
                    help="a candidate that beat native is measured this many more times "
                         f"against it, alternately (default {CONFIRM_ROUNDS})")
@@ -156,7 +175,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--export", default=None, help="also write ompi, ompi-json and/or mpich "
                                                    "rule files (comma list)")
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
-    p.add_argument("--no-record", action="store_true")
+    p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
+    p.add_argument("--force", action="store_true",
+                   help="run even when the buffers would not fit in the free memory")
     p.set_defaults(func=cmd_tune)
 
 
@@ -174,11 +195,12 @@ def load_previous(path: str, strategy: str, mpi: dict) -> dict:
 def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, int, int]],
                strategy_name: str, *, output: str, iters: int, predict_model=None,
                top: int = 3, margin: float = NATIVE_MARGIN,
-               confirm: int = CONFIRM_ROUNDS) -> tuple[dict, int, float, str]:
+               confirm: int = CONFIRM_ROUNDS, on_point=None) -> tuple[dict, int, float, str]:
     """Tunes every (op, ranks, size) point, resuming what `output` already holds for the same
     strategy and MPI, writing the table after each point. A choice other than native is
     measured `confirm` more times alternately with native, and must beat native's median by
-    `margin` (a fraction), else native is kept. (doc, measurements, seconds, status:
+    `margin` (a fraction), else native is kept. `on_point(doc, done, total)`, if given, is
+    called once the MPI is known and after every point. (doc, measurements, seconds, status:
     complete, interrupted or failed)."""
     from .search import STRATEGIES
 
@@ -205,6 +227,8 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
     servers: dict[tuple[str, int], Server] = {}
     proxies: dict[tuple[str, str], Server] = {}
     try:
+        if on_point:
+            on_point(doc, len(points) - len(todo), len(points))
         for i, (op, n, size) in enumerate(todo):
             key = (op, n)
             if key not in servers:
@@ -261,6 +285,10 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
                                    "evaluations": spent})
             tbl.write_table(doc, output)
             bar.update(i + 1, len(todo))
+            if on_point:
+                on_point(doc, len(points) - len(todo) + i + 1, len(points))
+    except Terminated:
+        status = "terminated"
     except KeyboardInterrupt:
         status = "interrupted"
     except TuneError as e:
@@ -289,10 +317,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     try:
         build = MPIBuild.select(args.mpi)
         registry = build.registry()
-        ops = [o.strip() for o in args.ops.split(",") if o.strip()]
-        bad = [o for o in ops if o not in COLLS]
-        if bad:
-            raise ValueError(f"unknown operation(s) {', '.join(bad)}")
+        ops = split_list(args.ops, "--ops", list(COLLS), "operation")
         if args.from_monitor:
             calls = json.loads(Path(args.from_monitor).read_text())
             points = sorted({(c["op"], int(c["ranks"]), int(c["size_bytes"])) for c in calls
@@ -304,9 +329,27 @@ def cmd_tune(args: argparse.Namespace) -> int:
                       for s in (sizes if op != "barrier" else [0])]
         if not points or min(p[1] for p in points) < 1:
             raise ValueError("nothing to tune")
+        for op in ops:
+            sized = [p for p in points if p[0] == op]
+            if sized:
+                n = max(p[1] for p in sized)
+                check_memory(bench_bytes_per_rank(op, max(p[2] for p in sized), n), n,
+                             args.force, f"tuning {op} up to "
+                             f"{human_size(max(p[2] for p in sized))} on {n} ranks")
     except (MPIError, ValueError, OSError, KeyError) as e:
         print(f"colltune tune: {e}", file=sys.stderr)
         return 2
+    store = run = None
+    if not args.no_record:
+        # The record exists from the start (a damaged store is refused before any tuning),
+        # says how far the tuning got as it goes, and a rerun of the same command resumes it.
+        from .store import Store
+
+        store = Store.open()
+        argv = sys.argv[1:]
+        resumed = store.resumable_run("tune", argv)
+        run = (store.resume_run(resumed) if resumed else
+               store.begin_run("tune", argv, ranks=max(p[1] for p in points), binding="core"))
     predict_model = None
     if args.strategy == "model":
         from .model import Model, load_p2p
@@ -322,29 +365,53 @@ def cmd_tune(args: argparse.Namespace) -> int:
         except Exception as e:  # noqa: BLE001 - any failure here is the model's, said plainly
             print(f"colltune tune: the model strategy needs point-to-point costs: {e}",
                   file=sys.stderr)
+            if run:
+                run.finish("failed", f"the model strategy needs point-to-point costs: {e}")
             return 2
-    doc, evaluations, elapsed, status = run_tuning(
-        build, registry, points, args.strategy, output=args.output, iters=args.iters,
-        predict_model=predict_model, top=args.top, margin=args.margin, confirm=args.confirm)
+    started = time.monotonic()
+    meta_set: list[bool] = []
+
+    def on_point(doc: dict, done: int, total: int) -> None:
+        if run:
+            if not meta_set:
+                run.set_meta(mpi={**doc["mpi"]})
+                meta_set.append(True)
+            last = doc["entries"][-1] if doc["entries"] else None
+            where = (f"; last {last['op']} {last['ranks']} ranks {human_size(last['size_bytes'])}"
+                     if last else "")
+            run.progress(f"tuned {done} of {total} points into {args.output}{where} "
+                         f"({time.monotonic() - started:.1f} s this session)")
+
+    try:
+        doc, evaluations, elapsed, status = run_tuning(
+            build, registry, points, args.strategy, output=args.output, iters=args.iters,
+            predict_model=predict_model, top=args.top, margin=args.margin,
+            confirm=args.confirm, on_point=on_point)
+    except BaseException as e:
+        if run:
+            run.finish("failed", f"{type(e).__name__}: {e}")
+        raise
     print(summary(doc, evaluations, elapsed))
     if args.export and doc["entries"]:
         for fmt in args.export.split(","):
             path = export_table(doc, fmt.strip(), args.output)
             print(f"exported {fmt.strip()}: {path}")
-    if not args.no_record:
-        from .store import Store
-
-        with Store.open() as store:
-            run = store.begin_run("tune", sys.argv[1:], ranks=max(p[1] for p in points),
-                                  binding="core")
-            run.add_bench(tune_bench(doc, evaluations, elapsed))
-            run.finish(status)
-            print(f"recorded as run {run.id} in {store.path}")
+    reasons = {"interrupted": "interrupted by SIGINT (Ctrl-C)",
+               "terminated": "terminated by SIGTERM", "failed": "a measurement failed"}
+    if run:
+        run.add_bench(tune_bench(doc, evaluations, elapsed))
+        where = f"{len(doc['entries'])} of {len(points)} points tuned"
+        run.finish("complete" if status == "complete" else
+                   "failed" if status == "failed" else "interrupted",
+                   None if status == "complete" else f"{reasons[status]}; {where}; "
+                   "run the same command again to resume")
+        print(f"recorded as run {run.id} in {store.path}")
+        store.close()
     print(f"table: {args.output}")
-    if status == "interrupted":
+    if status in ("interrupted", "terminated"):
         print("colltune tune: interrupted; run the same command again to resume",
               file=sys.stderr)
-    return {"complete": 0, "interrupted": 130}.get(status, 1)
+    return {"complete": 0, "interrupted": 130, "terminated": 143}.get(status, 1)
 
 
 def build_library(build: MPIBuild) -> str:
