@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "colltune.h"
 
@@ -462,6 +463,10 @@ int main(int argc, char **argv)
     }
     int *cpus = rank == 0 ? malloc(sizeof(int) * (size_t)nprocs) : NULL;
     MPI_Gather(&mycpu, 1, MPI_INT, cpus, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    /* Each rank's process id: a launcher that reports a dead process by pid names its rank. */
+    int mypid = (int)getpid();
+    int *pids = rank == 0 ? malloc(sizeof(int) * (size_t)nprocs) : NULL;
+    MPI_Gather(&mypid, 1, MPI_INT, pids, 1, MPI_INT, 0, MPI_COMM_WORLD);
 
     FILE *jf = NULL;
     if (rank == 0 && a.json) {
@@ -483,6 +488,9 @@ int main(int argc, char **argv)
         fprintf(jf, ",\"rank_cpus\":[");
         for (int r = 0; r < nprocs; r++)
             fprintf(jf, "%s%d", r ? "," : "", cpus[r]);
+        fprintf(jf, "],\"rank_pids\":[");
+        for (int r = 0; r < nprocs; r++)
+            fprintf(jf, "%s%d", r ? "," : "", pids[r]);
         fprintf(jf, "],\"iterations\":%d,\"warmup\":%d,\"root\":%d,\"segsize\":%lld,\"radix\":%d}\n",
                 a.iters, a.warmup, a.root, a.segsize, a.radix);
         fflush(jf);
@@ -573,8 +581,6 @@ int main(int argc, char **argv)
                    strcmp(check, "FAILED") ? ""
                    : barrier                ? "  CHECK FAILED: A RANK LEFT THE BARRIER EARLY"
                                             : "  RESULT DIFFERS FROM NATIVE");
-            if (a.progress)
-                fprintf(stderr, "progress %d %d\n", step + 1, nvariants * nsizes);
             if (jf) {
                 fprintf(jf,
                         "{\"algorithm\":\"%s\",\"segsize\":%lld,\"size\":%lld,\"count\":%d,"
@@ -587,12 +593,16 @@ int main(int argc, char **argv)
                 fprintf(jf, "]}\n");
                 fflush(jf);
             }
+            /* After the result is in the file: whoever reads "progress" finds it there. */
+            if (a.progress)
+                fprintf(stderr, "progress %d %d\n", step + 1, nvariants * nsizes);
             fflush(stdout);
         }
     }
     if (jf)
         fclose(jf);
     free(cpus);
+    free(pids);
     free(sbuf);
     free(rbuf);
     free(ref);

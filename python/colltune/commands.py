@@ -16,7 +16,7 @@ from pathlib import Path
 from .args import MAX_COUNT, check_memory, count_int, int_type, need, positive_int, size_type
 from .mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from .progress import ProgressBar
-from .store import write_atomic
+from .store import Terminated, write_atomic
 
 # Every operation, in the order of the C enum ct_coll.
 COLLS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier")
@@ -193,11 +193,14 @@ def registry_markdown(reg: list[dict]) -> str:
 
 
 def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "all",
-              progress_label: str = "") -> dict:
+              progress_label: str = "", sink=None) -> dict:
     """Runs ct_bench under mpiexec; returns the benchmark document (colltune-bench/1).
 
-    Results arrive as JSON Lines while the benchmark runs, so an interrupted run still
-    returns everything measured so far (with "complete": false).
+    Results arrive as JSON Lines while the benchmark runs; `sink(header, results)`, if
+    given, gets each new batch as a size finishes (header: the document without results),
+    so a store can keep them even if this process is killed. Ctrl-C or SIGTERM raise
+    BenchInterrupted and a dead rank or launcher BenchFailed, each with everything measured
+    (the document, "complete": false).
     """
     with tempfile.TemporaryDirectory(prefix="colltune-bench-") as tmp:
         out = Path(tmp) / "bench.jsonl"
@@ -217,36 +220,55 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
             print(f"colltune: {args.ranks} ranks on {os.cpu_count()} cores: oversubscribed, "
                   "the ranks are not pinned and the timings say little", file=sys.stderr)
         bar = ProgressBar(progress_label or f"bench {op}")
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, **build.launch_env(args.ranks)},
-                                start_new_session=True)
+        tail = JsonlTail(out, op)
+
+        def feed() -> None:
+            new = tail.read()
+            if sink and tail.header is not None and (new or not tail.fed):
+                sink(tail.header, new)
+                tail.fed = True
+
+        def partial() -> dict:
+            feed()
+            doc = tail.document()
+            doc["complete"] = False
+            doc["command"] = shlex.join(cmd)
+            return doc
+
         stdout: list[str] = []
+        errors: list[str] = []
+        proc = None
         try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, env={**os.environ, **build.launch_env(args.ranks)},
+                                    start_new_session=True)
             t = threading.Thread(target=lambda: stdout.extend(proc.stdout), daemon=True)
             t.start()
-            errors = []
             for line in proc.stderr:
                 parts = line.split()
                 if len(parts) == 3 and parts[0] == "progress":
+                    feed()
                     bar.update(int(parts[1]), int(parts[2]))
                 else:
                     errors.append(line)
             rc = proc.wait()
             t.join()
-        except KeyboardInterrupt:
-            stop_process_group(proc)
+        except KeyboardInterrupt as e:
+            if proc:
+                stop_process_group(proc)
             bar.done()
-            if not out.exists():
-                raise
-            doc = _read_jsonl(out)
-            doc["complete"] = False
-            doc["command"] = shlex.join(cmd)
-            raise BenchInterrupted(doc) from None
+            raise BenchInterrupted(partial(), isinstance(e, Terminated)) from None
         bar.done()
         if rc not in (0, 3):  # 3: ran to the end, some result differed from native
-            raise RuntimeError(
-                f"benchmark failed (exit {rc}): {shlex.join(cmd)}\n" + "".join(errors[-20:]))
-        doc = _read_jsonl(out)
+            doc = partial()
+            text = "".join(stdout) + "".join(errors)
+            why = rank_death(text, doc.get("rank_pids") or [])
+            raise BenchFailed(doc, f"{why or f'benchmark failed (exit {rc})'}; kept "
+                                   f"{len(doc['results'])} results measured before "
+                                   f"(command: {shlex.join(cmd)})",
+                              "".join(errors[-20:]))
+        feed()
+        doc = tail.document()
         doc["complete"] = True
         doc["command"] = shlex.join(cmd)
         doc["stdout"] = "".join(stdout)
@@ -254,27 +276,84 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
 
 
 class BenchInterrupted(KeyboardInterrupt):
-    """Interrupted benchmark; .doc holds what it had measured."""
+    """Interrupted benchmark; .doc holds what it had measured, .terminated: by SIGTERM."""
 
-    def __init__(self, doc: dict):
+    def __init__(self, doc: dict, terminated: bool = False):
         super().__init__("benchmark interrupted")
         self.doc = doc
+        self.terminated = terminated
 
 
-def _read_jsonl(path: Path) -> dict:
-    lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
-    if not lines:
-        return {"schema": "colltune-bench/1", "results": []}
-    doc = json.loads(lines[0])
-    results = []
-    for ln in lines[1:]:
+class BenchFailed(RuntimeError):
+    """A benchmark whose job died (a rank killed, a crash); .doc holds what it measured."""
+
+    def __init__(self, doc: dict, reason: str, details: str = ""):
+        super().__init__(reason + (f"\n{details}" if details.strip() else ""))
+        self.doc = doc
+        self.reason = reason
+
+
+class JsonlTail:
+    """ct_bench's JSON Lines file read as it grows: the header line, then whole result lines
+    (a line still being written is left for the next read)."""
+
+    def __init__(self, path: Path, op: str):
+        self.path = path
+        self.op = op
+        self.offset = 0
+        self.header: dict | None = None
+        self.results: list[dict] = []
+        self.fed = False
+
+    def read(self) -> list[dict]:
         try:
-            results.append(json.loads(ln))
-        except json.JSONDecodeError:
-            break  # a line cut by an interruption
-    doc["results"] = results
-    doc["mpi"] = describe_library(doc.get("mpi", {}).get("library", ""))
-    return doc
+            with self.path.open("rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        new = []
+        for line in data[:end].decode(errors="replace").splitlines():
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if self.header is None:
+                obj["mpi"] = describe_library(obj.get("mpi", {}).get("library", ""))
+                self.header = obj
+            else:
+                new.append(obj)
+        self.results += new
+        return new
+
+    def document(self) -> dict:
+        head = self.header or {"schema": "colltune-bench/1", "op": self.op}
+        return {**head, "results": list(self.results)}
+
+
+def rank_death(text: str, pids: list[int]) -> str | None:
+    """'rank R (pid P) killed by signal N (name)' from what the launcher said, or None."""
+    import re
+
+    m = re.search(r"process rank (\d+) with PID (\d+) on node (\S+) exited on signal (\d+)"
+                  r"(?: \(([^)]*)\))?", text)
+    if m:
+        return (f"rank {m.group(1)} (pid {m.group(2)} on {m.group(3)}) killed by signal "
+                f"{m.group(4)}" + (f" ({m.group(5)})" if m.group(5) else ""))
+    m = re.search(r"PID (\d+) RUNNING AT (\S+)\s*=\s*(?:KILLED BY SIGNAL|EXIT CODE): (\d+)",
+                  text)
+    if m:
+        pid, host, code = int(m.group(1)), m.group(2), m.group(3)
+        sig = re.search(r"EXIT STRING: ([^\n(]*?)\s*\(signal (\d+)\)", text)
+        rank = f"rank {pids.index(pid)}" if pid in pids else "a rank"
+        if sig:
+            return f"{rank} (pid {pid} on {host}) killed by signal {sig.group(2)} ({sig.group(1)})"
+        return f"{rank} (pid {pid} on {host}) exited with code {code}"
+    return None
 
 
 def comparison_table(doc: dict) -> str:
@@ -336,22 +415,32 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if store:
         run = store.begin_run("bench", sys.argv[1:], ranks=args.ranks,
                               binding=build.binding_label(args.ranks, not args.no_bind))
+    stream = BenchStream(run)
     try:
-        doc = run_bench(build, args.op, args, args.algs)
+        doc = run_bench(build, args.op, args, args.algs, sink=stream)
     except BenchInterrupted as e:
+        stream.close(e.doc)
+        how = "SIGTERM" if e.terminated else "SIGINT (Ctrl-C)"
         if run:
-            run.add_bench(e.doc)
-            run.finish("interrupted", "interrupted by the user")
-        print(f"colltune: interrupted; kept {len(e.doc['results'])} results", file=sys.stderr)
-        return 130
+            run.finish("interrupted", f"interrupted by {how}; kept {len(e.doc['results'])} "
+                                      "results")
+        print(f"colltune: interrupted by {how}; kept {len(e.doc['results'])} results",
+              file=sys.stderr)
+        return 143 if e.terminated else 130
+    except BenchFailed as e:
+        stream.close(e.doc)
+        if run:
+            run.finish("failed", e.reason)
+        print(f"colltune: {e}", file=sys.stderr)
+        return 1
     except Exception as e:
         if run:
             run.finish("failed", str(e))
         print(f"colltune: {e}", file=sys.stderr)
         return 1
+    stream.close(doc)
     if run:
         run.set_meta(mpi=doc["mpi"])
-        run.add_bench(doc)
         run.finish("complete")
     print(comparison_table(doc))
     if args.json:
@@ -359,6 +448,36 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if run:
         print(f"recorded as run {run.id} in {store.path}")
     return 0 if all(r.get("check") != "FAILED" for r in doc["results"]) else 3
+
+
+class BenchStream:
+    """The sink of run_bench that records a bench in a run as its sizes finish; `close(doc)`
+    adds the end of the document (whatever was not streamed, and how it ended)."""
+
+    def __init__(self, run):
+        self.run = run
+        self.writer = None
+        self.seen = 0
+
+    def __call__(self, header: dict, results: list[dict]) -> None:
+        if self.run is None:
+            return
+        if self.writer is None:
+            self.writer = self.run.open_bench(header)
+        self.writer.add_results(results)
+        self.seen += len(results)
+
+    def close(self, doc: dict) -> None:
+        if self.run is None:
+            return
+        if self.writer is None:
+            if not doc.get("results") and "ranks" not in doc:
+                return  # stopped before ct_bench said anything: nothing to keep
+            self.writer = self.run.open_bench({k: v for k, v in doc.items() if k != "results"})
+        self.writer.add_results(doc["results"][self.seen:])
+        self.seen = len(doc["results"])
+        self.writer.update(**{k: doc[k] for k in ("complete", "command", "stdout", "mpi")
+                              if k in doc})
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -399,10 +518,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         except (P2PError, ValueError) as e:  # the benchmarks still run without it
             print(f"colltune: the point-to-point measurement failed: {e}", file=sys.stderr)
         for i, op in enumerate(COLLS):
-            doc = run_bench(build, op, args,
-                            progress_label=f"[{i + 1}/{len(COLLS)}] bench {op}")
+            stream = BenchStream(run)
+            try:
+                doc = run_bench(build, op, args, sink=stream,
+                                progress_label=f"[{i + 1}/{len(COLLS)}] bench {op}")
+            except (BenchInterrupted, BenchFailed) as e:
+                stream.close(e.doc)
+                raise
+            stream.close(doc)
             run.set_meta(mpi=doc["mpi"])
-            run.add_bench(doc)
             tables.append(comparison_table(doc))
             print(tables[-1] + "\n")
         print("[tune] model-guided tuning of every operation on a reduced size grid "
@@ -444,15 +568,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             run.add_bench(suite_bench(sdoc, "colltune suite --quick"))
         except (SuiteError, MPIError, ValueError) as e:  # the rest of the run stands
             print(f"colltune: the suite failed: {e}", file=sys.stderr)
-    except BenchInterrupted as e:
-        run.add_bench(e.doc)
-        run.finish("interrupted", "interrupted by the user")
-        print("colltune: interrupted; what was measured is kept in the store", file=sys.stderr)
-        return 130
-    except KeyboardInterrupt:
-        run.finish("interrupted", "interrupted by the user")
-        print("colltune: interrupted; what was measured is kept in the store", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, Terminated) or getattr(e, "terminated", False)
+        how = "SIGTERM" if terminated else "SIGINT (Ctrl-C)"
+        run.finish("interrupted", f"interrupted by {how}")
+        print(f"colltune: interrupted by {how}; what was measured is kept in the store",
+              file=sys.stderr)
+        return 143 if terminated else 130
+    except BenchFailed as e:
+        run.finish("failed", e.reason)
+        print(f"colltune: {e}", file=sys.stderr)
+        return 1
     except Exception as e:
         run.finish("failed", str(e))
         print(f"colltune: {e}", file=sys.stderr)

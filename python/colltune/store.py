@@ -421,6 +421,22 @@ class RunHandle:
                       (_json_or_none(bench.get("mpi")), bench.get("ranks"),
                        bench.get("binding"), self.id))
 
+    def open_bench(self, header: dict) -> BenchWriter:
+        """Start a benchmark document whose results arrive one by one (a bench streamed as
+        each size finishes): the header now, `add_results` as they come, each in its own
+        transaction, so a kill of anything keeps every result already added."""
+        self._check_unfinished()
+        _check_bench({**header, "results": []})
+        with self.store._tx() as c:
+            seq = c.execute("SELECT coalesce(max(seq), 0) + 1 FROM benches WHERE run_id = ?",
+                            (self.id,)).fetchone()[0]
+            bench_id = _insert_bench(c, self.id, seq, header)
+            c.execute("UPDATE runs SET mpi = coalesce(mpi, ?), ranks = coalesce(ranks, ?), "
+                      "binding = coalesce(binding, ?) WHERE id = ?",
+                      (_json_or_none(header.get("mpi")), header.get("ranks"),
+                       header.get("binding"), self.id))
+        return BenchWriter(self, bench_id)
+
     def set_meta(self, **kw) -> None:
         """Set run metadata learned after the start: mpi, ranks, binding, machine."""
         unknown = set(kw) - set(_META_KEYS)
@@ -468,6 +484,39 @@ class RunHandle:
         finally:
             self._signals.close()
         return False
+
+
+class BenchWriter:
+    """One benchmark document of a run, written as its results arrive (RunHandle.open_bench)."""
+
+    def __init__(self, run: RunHandle, bench_id: int):
+        self.run = run
+        self.id = bench_id
+        self.count = 0
+
+    def add_results(self, results: list[dict]) -> None:
+        if not results:
+            return
+        _check_bench({"schema": BENCH_SCHEMA, "op": "-", "results": results})
+        with self.run.store._tx() as c:
+            c.executemany(
+                f"INSERT INTO results (bench_id, {', '.join(_RESULT_COLUMNS)}, check_result, "
+                f"samples, extra) VALUES ({', '.join('?' * (len(_RESULT_COLUMNS) + 4))})",
+                [_result_row(self.id, r) for r in results])
+        self.count += len(results)
+
+    def update(self, **fields) -> None:
+        """Fields learned at the end (complete, command, stdout, ...), into the document."""
+        with self.run.store._tx() as c:
+            row = c.execute("SELECT extra FROM benches WHERE id = ?", (self.id,)).fetchone()
+            extra = {**json.loads(row["extra"]), **{k: v for k, v in fields.items()
+                                                     if k not in _BENCH_COLUMNS and k != "mpi"}}
+            c.execute("UPDATE benches SET extra = ? WHERE id = ?", (_dumps(extra), self.id))
+            if "mpi" in fields:
+                c.execute("UPDATE benches SET mpi = ? WHERE id = ?",
+                          (_json_or_none(fields["mpi"]), self.id))
+            for key in set(fields) & set(_BENCH_COLUMNS):
+                c.execute(f"UPDATE benches SET {key} = ? WHERE id = ?", (fields[key], self.id))
 
 
 def _ending(exc_type, exc) -> tuple[str, str | None]:
