@@ -586,6 +586,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     run.finish("complete")
     out = args.output or "colltune-report.html"
     write_report(store, [run.id], out)
-    print(f"done in {time.monotonic() - started:.0f} s: run {run.id} recorded in {store.path}")
+    # The time the store holds for the run, so that what is printed is what is recorded.
+    recorded = store.runs(limit=None, verb="run")
+    took = next((r["duration_s"] for r in recorded if r["id"] == run.id), None)
+    took = time.monotonic() - started if took is None else took
+    print(f"done in {took:.1f} s: run {run.id} recorded in {store.path}")
     print(f"report: {Path(out).resolve()}")
     return 0
