@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: C schedule checks and correctness against native MPI under both MPI wheels
 # (or the system MPI given by MPICC), Python tests (store, report, CLI end to end, the
-# dashboard in headless Chromium), ruff, and the sanitizer builds.
+# dashboard in headless Chromium), ruff, the sanitizer builds, and Fortran programs under the
+# drop-in with Debian's own Open MPI and MPICH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[test]\033[0m %s\n' "$*" >&2; }
@@ -19,7 +20,8 @@ done
 say "ruff"
 .venv/bin/ruff check python tests/python bench
 say "Python tests"
-COLLTUNE_MPI=${mpis[0]} .venv/bin/python -m pytest -q tests/python
+COLLTUNE_MPI=${mpis[0]} .venv/bin/python -m pytest -q tests/python \
+    --ignore=tests/python/test_fortran.py  # below, with the MPIs it needs
 for m in "${mpis[@]:1}"; do
     say "drop-in and CLI tests with $m"
     COLLTUNE_MPI=$m .venv/bin/python -m pytest -q tests/python/test_dropin.py \
@@ -28,4 +30,10 @@ for m in "${mpis[@]:1}"; do
 done
 
 scripts/check-sanitize.sh
+
+say "Fortran programs under the drop-in, with Debian's Open MPI and MPICH"
+scripts/ensure-system-mpi.sh  # gfortran and both MPIs; without root the test skips
+scripts/build-debian-mpi.sh openmpi mpich
+.venv/bin/python -m pytest -q tests/python/test_fortran.py
+
 say "all tests passed"

@@ -27,7 +27,8 @@ PASSED = ("LD_PRELOAD", "COLLTUNE_MONITOR", "COLLTUNE_MONITOR_OUT")
 
 def with_exports(cmd: list[str]) -> list[str]:
     """Open MPI's launcher passes only the variables it is told: add -x for ours."""
-    if not cmd or Path(cmd[0]).name not in ("mpiexec", "mpirun"):
+    # Debian's side-by-side launchers are mpiexec.openmpi, mpirun.mpich, ...
+    if not cmd or Path(cmd[0]).name.split(".")[0] not in ("mpiexec", "mpirun"):
         return cmd
     try:
         version = subprocess.run([cmd[0], "--version"], capture_output=True, text=True,

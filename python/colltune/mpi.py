@@ -58,7 +58,8 @@ class MPIBuild:
         builds = available_builds()
         name = name or os.environ.get("COLLTUNE_MPI")
         if not name:
-            name = "system" if builds == ["system"] else "mpich"
+            # The sanitizer and Debian-MPI builds beside them are for tests, never the default.
+            name = "system" if "system" in builds and "mpich" not in builds else "mpich"
         build_dir = Path(os.environ.get("COLLTUNE_BUILD", project_root() / "build" / name))
         cache = build_dir / "CMakeCache.txt"
         if not cache.is_file():
