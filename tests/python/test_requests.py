@@ -158,3 +158,14 @@ def test_free_and_cancel_of_a_collective_request_are_refused(build):
     assert p.stdout.count("misuse Request_free -> MPI_ERR_REQUEST Cancel -> MPI_ERR_REQUEST") \
         == 3, p.stdout
     assert "MPI_Ibcast" in p.stderr and "-> binomial" in p.stderr
+
+
+def test_docs_list_the_intercepted_symbols():
+    """docs/DROPIN.md's table of symbols is the built libraries' (scripts/dropin-symbols.py)."""
+    root = Path(__file__).resolve().parents[2]
+    if not all((root / "build" / b / "libcolltune_pmpi.so").is_file()
+               for b in ("mpich", "openmpi")):
+        pytest.skip("needs build/mpich and build/openmpi (make test builds both)")
+    p = subprocess.run(["python3", str(root / "scripts" / "dropin-symbols.py"), "--check"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
