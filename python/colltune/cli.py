@@ -56,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # Into a file or a pipe (`make run > log 2>&1`), stdout's lines keep their place among
+    # stderr's (progress, warnings) instead of arriving in blocks.
+    if hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(line_buffering=True)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -107,26 +107,44 @@ def test_bench_accepts_every_operation_and_no_other(env):
     assert p.returncode == 2 and "invalid choice: 'allgatherv'" in p.stderr
 
 
-def test_run_benchmarks_every_operation_then_reports(tmp_path, env, build):
-    report = tmp_path / "report.html"
-    env["PWD"] = str(tmp_path)  # where the quick probe writes machine.json
-    p = colltune("run", "-n", "2", "--max", "256", "--iters", "3", "-o", str(report), env=env)
-    assert p.returncode == 0, p.stderr
-    last = p.stdout.strip().splitlines()[-1]
+@pytest.fixture(scope="module")
+def main_job(tmp_path_factory) -> dict:
+    """`colltune run` once, with its smallest settings, stdout and stderr into one file as in
+    `make run > log 2>&1`: its log, report, store and working directory."""
+    tmp = tmp_path_factory.mktemp("run")
+    e = dict(os.environ)
+    e.pop("COLLTUNE_PROGRESS_INTERVAL", None)  # the default progress, as `make run` has it
+    e["COLLTUNE_DB"] = str(tmp / "ct.db")
+    e["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] = "1"
+    e["MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT"] = "4"
+    report, log = tmp / "report.html", tmp / "run.log"
+    with open(log, "w") as out:
+        # cwd: where the quick probe writes machine.json
+        p = subprocess.run([sys.executable, "-m", "colltune.cli", "run", "-n", "2", "--max",
+                            "256", "--iters", "3", "-o", str(report)], env=e, cwd=tmp,
+                           stdout=out, stderr=subprocess.STDOUT, timeout=600)
+    text = log.read_text()
+    assert p.returncode == 0, text[-3000:]
+    return {"dir": tmp, "log": text, "report": report, "db": e["COLLTUNE_DB"]}
+
+
+def test_run_benchmarks_every_operation_then_reports(main_job, build):
+    tmp_path, report, log = main_job["dir"], main_job["report"], main_job["log"]
+    last = log.strip().splitlines()[-1]
     assert last == f"report: {report.resolve()}"
     # One comparison table per operation, in order, each naming all of its algorithms.
-    heads = [ln.split(":")[0] for ln in p.stdout.splitlines() if " ranks, " in ln
+    heads = [ln.split(":")[0] for ln in log.splitlines() if " ranks, " in ln
              and "median latency" in ln]
     assert heads == list(COLLS)
     reg = build.registry()
-    tables = p.stdout.split("median latency")[1:]
+    tables = log.split("median latency")[1:]
     for op, text in zip(COLLS, tables, strict=True):
         assert all(a["name"] in text for a in reg if a["coll"] == op), op
     html = report.read_text()
     for op in COLLS:
         assert f"{op} · 2 ranks" in html
     assert "barrier · 2 ranks: latency per algorithm" in html  # bars: no size axis
-    with Store.open(env["COLLTUNE_DB"]) as st:
+    with Store.open(main_job["db"]) as st:
         (run,) = st.runs()
         assert run["status"] == "complete"
         benches = st.run(run["id"])["benches"]
@@ -149,7 +167,43 @@ def test_run_benchmarks_every_operation_then_reports(tmp_path, env, build):
         assert all(r["check"] in ("ok", "not checked") for r in b["results"]), b["op"]
 
 
+STAGES = ["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "overlap", "suite"]
+
+
+def test_run_log_on_a_non_terminal(main_job):
+    """`make run > log 2>&1`: no escape codes or carriage returns, sparse progress, one style of
+    stage label, every stage announced then concluded in one line, and the time printed at the
+    end is the time the store records."""
+    log = main_job["log"]
+    assert "\x1b" not in log and "\r" not in log
+    lines = log.splitlines()
+    progress = [ln for ln in lines if re.search(r" \[\s*\d+%\] \d+/\d+, ", ln)]
+    assert len(progress) <= 10 * len(STAGES), progress
+    labelled = [ln for ln in lines if ln.startswith("[") and ln not in progress]
+    label = re.compile(r"\[(\d+)/(\d+)\] ([a-z0-9 ]+): (.+)$")
+    seen: dict[int, list[str]] = {}
+    for ln in labelled:
+        m = label.match(ln)
+        assert m and int(m[2]) == len(STAGES), f"a stage label of another style: {ln!r}"
+        k = int(m[1])
+        assert m[3] == STAGES[k - 1], ln
+        seen.setdefault(k, []).append(m[4])
+    assert sorted(seen) == list(range(1, len(STAGES) + 1))
+    for k, said in seen.items():
+        # announced, then its result in one line with the time it took
+        assert len(said) == 2, (STAGES[k - 1], said)
+        assert re.search(r" \(\d+\.\d s\)$", said[1]) and "FAILED" not in said[1], said[1]
+    assert "results; colltune faster than native at" in "\n".join(seen[3])
+    m = re.search(r"^done in (\d+\.\d) s: run (\d+) recorded in ", log, re.M)
+    assert m, log[-2000:]
+    with Store.open(main_job["db"]) as st:
+        (run,) = st.runs()
+    assert run["id"] == int(m[2])
+    assert abs(float(m[1]) - run["duration_s"]) < 1.0, (m[0], run["duration_s"])
+
+
 def test_interrupted_bench_keeps_what_it_measured(tmp_path, env):
+    env["COLLTUNE_PROGRESS_INTERVAL"] = "0"  # a progress line at every step, to follow
     proc = subprocess.Popen(
         [sys.executable, "-m", "colltune.cli", "bench", "--op", "bcast", "-n", "2",
          "--max", "4M", "--iters", "300"],

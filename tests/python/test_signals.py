@@ -17,8 +17,8 @@ import time
 import pytest
 from colltune.store import Store
 
-# native only, 16 B .. 4 MiB: 19 sizes (a progress line each on a non-terminal), the last
-# one the longest by far.
+# native only, 16 B .. 4 MiB: 19 sizes (a progress line each with COLLTUNE_PROGRESS_INTERVAL=0),
+# the last one the longest by far.
 BENCH = ["bench", "--op", "bcast", "-n", "2", "--algs", "native", "--min", "16", "--max", "4M",
          "--iters", "4000", "--no-check"]
 SIZES = [16 << i for i in range(19)]
@@ -28,6 +28,7 @@ SIZES = [16 << i for i in range(19)]
 def env(tmp_path) -> dict:
     e = dict(os.environ)
     e["COLLTUNE_DB"] = str(tmp_path / "ct.db")
+    e["COLLTUNE_PROGRESS_INTERVAL"] = "0"  # a progress line at every step, to follow
     e["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] = "1"
     e["MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT"] = "4"
     return e
