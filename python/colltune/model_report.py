@@ -55,7 +55,7 @@ def _p2p_svg(points: list[dict]) -> str:
     import matplotlib
     from matplotlib.figure import Figure
 
-    from .report import _PLOT_LOCK, _RC, _svg
+    from .report import _PLOT_LOCK, _RC, _size_axis, _svg, log_axis
 
     sizes = [max(1, p["size_bytes"]) for p in points]
     with _PLOT_LOCK, matplotlib.rc_context(_RC):
@@ -70,7 +70,9 @@ def _p2p_svg(points: list[dict]) -> str:
                        label="rendezvous")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
+        _size_axis(ax.xaxis, sorted(set(sizes)))  # about ten labels: they never overlap
+        log_axis(ax.yaxis)
+        ax.set_xlabel("message size")
         ax.set_ylabel("µs")
         ax.legend(fontsize=8)
         return _svg(fig, "point-to-point costs")
@@ -124,7 +126,7 @@ def _validation_svg(case: dict) -> str:
     import matplotlib
     from matplotlib.figure import Figure
 
-    from .report import _PLOT_LOCK, _RC, _svg
+    from .report import _PLOT_LOCK, _RC, _size_axis, _svg, log_axis
 
     with _PLOT_LOCK, matplotlib.rc_context(_RC):
         fig = Figure(figsize=(7.5, 4))
@@ -138,7 +140,9 @@ def _validation_svg(case: dict) -> str:
                     label=f"{alg} predicted")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_xlabel("segment size (bytes)")
+        _size_axis(ax.xaxis, sorted({r["segsize"] for r in case["rows"]}))
+        log_axis(ax.yaxis)
+        ax.set_xlabel("segment size")
         ax.set_ylabel("µs")
         ax.legend(fontsize=7, ncol=2)
         return _svg(fig, "measured vs predicted")

@@ -101,7 +101,7 @@ def _curve_svg(curve: dict, caches: list[dict]) -> str:
     import matplotlib
     from matplotlib.figure import Figure
 
-    from .report import _PLOT_LOCK, _RC, _size_axis, _svg
+    from .report import _PLOT_LOCK, _RC, _size_axis, _svg, log_axis
 
     with _PLOT_LOCK, matplotlib.rc_context(_RC):
         fig = Figure(figsize=(9, 4.5))
@@ -121,6 +121,7 @@ def _curve_svg(curve: dict, caches: list[dict]) -> str:
                 ax.axvline(c["os_size_bytes"], color=color, linewidth=1.0, linestyle="--",
                            label=f"L{c['level']} OS")
         _size_axis(ax.xaxis, curve["sizes_bytes"])
+        log_axis(ax.yaxis)
         ax.set_xlabel("array size")
         ax.set_ylabel("ns per access")
         ax.grid(True, alpha=0.3)
@@ -238,7 +239,7 @@ def _bandwidth_svg(layers: list[dict]) -> str:
     import matplotlib
     from matplotlib.figure import Figure
 
-    from .report import _PLOT_LOCK, _RC, _size_axis, _svg
+    from .report import _PLOT_LOCK, _RC, _size_axis, _svg, log_axis
 
     sizes = sorted({p["size_bytes"] for layer in layers for p in layer.get("bandwidth") or []})
     with _PLOT_LOCK, matplotlib.rc_context(_RC):
@@ -252,6 +253,7 @@ def _bandwidth_svg(layers: list[dict]) -> str:
                     marker=".", label=f"layer {layer['layer']} "
                                       f"(cores {'-'.join(map(str, layer['representative']))})")
         _size_axis(ax.xaxis, sizes)
+        log_axis(ax.yaxis)
         ax.set_xlabel("message size")
         ax.set_ylabel("MB/s")
         ax.grid(True, alpha=0.3)

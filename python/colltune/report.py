@@ -23,7 +23,13 @@ from dataclasses import dataclass, field
 import matplotlib
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogFormatter, NullLocator
+from matplotlib.ticker import (
+    FixedLocator,
+    FuncFormatter,
+    LogFormatter,
+    LogFormatterMathtext,
+    NullLocator,
+)
 
 from . import __version__
 from .store import Store, write_atomic
@@ -374,9 +380,7 @@ def _latency_part(data: ReportData, group: OpGroup) -> str | None:
             ax.plot(*curve.series(), label=_legend_label(curve.label), **curve.style)
         _mark_failed(ax, group)
         ax.set_yscale("log")
-        # Plain numbers: the default log labels are mathtext, which _RC turns off.
-        ax.yaxis.set_major_formatter(LogFormatter(labelOnlyBase=False))
-        ax.yaxis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+        log_axis(ax.yaxis)
         ax.set_ylabel("latency (µs)")
 
     svg = _plot(draw, group.sizes, f"{group.title}: latency against message size")
@@ -634,12 +638,36 @@ def _size_axis(axis, sizes: list[int]) -> None:
     axis.set_major_formatter(FuncFormatter(lambda x, _: fmt_size(x)))
 
 
+def log_axis(axis) -> None:
+    """Plain numbers (0.1, 1, 10, 200) on a log axis set with set_xscale/set_yscale("log"):
+    matplotlib's own log labels are mathtext, which _RC turns off, so they would read
+    `$\\mathdefault{10^{3}}$`. Minor ticks are labelled too when the axis spans little more
+    than a decade, so that a short axis is never left without numbers."""
+    axis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+    axis.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4)))
+
+
+def _plain_tick_labels(fig: Figure) -> None:
+    """Whatever log axis a figure still has with matplotlib's mathtext labels gets plain ones
+    of the same kind (the same ticks labelled), so no figure can show `\\mathdefault`."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                             (axis.get_minor_formatter, axis.set_minor_formatter)):
+                f = get()
+                if isinstance(f, LogFormatterMathtext):
+                    put(LogFormatter(base=getattr(f, "_base", 10.0),
+                                     labelOnlyBase=f.labelOnlyBase,
+                                     minor_thresholds=f.minor_thresholds))
+
+
 def _legend_label(label: str) -> str:
     # matplotlib hides legend entries whose label starts with "_".
     return " " + label if label.startswith("_") else label
 
 
 def _svg(fig: Figure, label: str) -> str:
+    _plain_tick_labels(fig)
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata=_SVG_METADATA)
     text = buf.getvalue()
