@@ -95,12 +95,44 @@ static void read_env(void)
             forced_alg[c].invalid = ct_algorithm_find((ct_coll)c, v) == NULL;
         }
     }
+    /* COLLTUNE_SEGSIZE: bytes, with the units `colltune bench --segsize` takes (B, K/KiB,
+     * M/MiB, G/GiB, any case), from 1 B to 1 GiB; anything else is refused, never clamped
+     * (env_segsize -1: not a size, -2: out of range). */
     const char *seg = getenv("COLLTUNE_SEGSIZE");
     if (seg && *seg) {
-        char *end;
-        env_segsize = strtoll(seg, &end, 10);
-        if (*end != '\0' || env_segsize <= 0)
+        static const struct {
+            const char *unit;
+            long long scale;
+        } units[] = {{"", 1},          {"b", 1},          {"k", 1LL << 10}, {"kb", 1LL << 10},
+                     {"kib", 1LL << 10}, {"m", 1LL << 20}, {"mb", 1LL << 20}, {"mib", 1LL << 20},
+                     {"g", 1LL << 30}, {"gb", 1LL << 30}, {"gib", 1LL << 30}};
+        const char *p = seg;
+        while (*p == ' ')
+            p++;
+        long long digits = 0, value = 0;
+        for (; *p >= '0' && *p <= '9'; p++, digits++)
+            if (value <= (1LL << 40)) /* past any allowed size: stays out of range */
+                value = value * 10 + (*p - '0');
+        char unit[8] = "";
+        size_t u = 0;
+        for (; ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z') && u < sizeof unit - 1; p++)
+            unit[u++] = (char)(*p | 0x20);
+        unit[u] = '\0';
+        while (*p == ' ')
+            p++;
+        long long scale = 0;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (!strcmp(unit, units[i].unit))
+                scale = units[i].scale;
+        if (!digits || !scale || *p) {
+            env_segsize = -1;
             env_segsize_invalid = seg;
+        } else if (value < 1 || value > (1LL << 30) / scale) {
+            env_segsize = -2;
+            env_segsize_invalid = seg;
+        } else {
+            env_segsize = value * scale;
+        }
     }
     const char *split = getenv("COLLTUNE_SPLIT");
     if (split && *split && strcmp(split, "auto") != 0) {
@@ -157,7 +189,18 @@ static int env_error(MPI_Comm comm, const char *msg)
     if (i < nmade) {
         code = made[i].code;
     } else {
-        fprintf(stderr, "%s\n", msg);
+        /* A fatal handler (the default) prints the message itself as it aborts: said once. */
+        MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
+        int fatal = PMPI_Comm_get_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm,
+                                             &eh) == MPI_SUCCESS &&
+                    eh == MPI_ERRORS_ARE_FATAL;
+#if MPI_VERSION >= 4
+        fatal = fatal || eh == MPI_ERRORS_ABORT;
+#endif
+        if (eh != MPI_ERRHANDLER_NULL)
+            PMPI_Errhandler_free(&eh);
+        if (!fatal)
+            fprintf(stderr, "%s\n", msg);
         if (nmade < (int)(sizeof made / sizeof made[0]) &&
             MPI_Add_error_code(MPI_ERR_ARG, &code) == MPI_SUCCESS) {
             MPI_Add_error_string(code, msg);
@@ -177,8 +220,10 @@ static int unknown_algorithm(ct_coll coll, MPI_Comm comm)
     char names[512], msg[MPI_MAX_ERROR_STRING];
     valid_names(coll, names, sizeof names);
     int n = snprintf(msg, sizeof msg,
-                     "colltune: COLLTUNE_%s_ALGORITHM='%s' is not a %s algorithm; valid: %s",
-                     upper_name(coll), forced_alg[coll].algorithm, ct_coll_name(coll), names);
+                     "colltune: COLLTUNE_%s_ALGORITHM='%s' is not %s %s algorithm; valid: %s",
+                     upper_name(coll), forced_alg[coll].algorithm,
+                     strchr("aeiou", ct_coll_name(coll)[0]) ? "an" : "a", ct_coll_name(coll),
+                     names);
     if (n < 0)
         return MPI_ERR_ARG;
     return env_error(comm, msg); /* a very long name is cut: still the right message */
@@ -186,8 +231,10 @@ static int unknown_algorithm(ct_coll coll, MPI_Comm comm)
 
 /* Fills opts for this call; returns 0 to run colltune, 1 for native. A bad
  * environment sets *err (and the call must return it). */
-static int choose(ct_coll coll, MPI_Comm comm, long long bytes, ct_options *opts, int *err)
+static int choose(const ct_call *c, long long bytes, ct_options *opts, int *err)
 {
+    ct_coll coll = c->coll;
+    MPI_Comm comm = c->comm;
     pthread_once(&env_once, read_env);
     ct_options_init(opts);
     opts->split = env_split;
@@ -200,11 +247,33 @@ static int choose(ct_coll coll, MPI_Comm comm, long long bytes, ct_options *opts
         opts->algorithm = forced_alg[coll].algorithm;
         if (env_segsize_invalid) {
             char msg[MPI_MAX_ERROR_STRING];
-            int n = snprintf(msg, sizeof msg,
-                             "colltune: COLLTUNE_SEGSIZE='%.64s' is not a positive number of "
-                             "bytes",
-                             env_segsize_invalid);
+            int n = snprintf(msg, sizeof msg, "colltune: COLLTUNE_SEGSIZE='%.64s' %s",
+                             env_segsize_invalid,
+                             env_segsize == -2
+                                 ? "is out of range: allowed 1 B to 1 GiB"
+                                 : "is not a size: a whole number of bytes with an optional "
+                                   "unit B, K/KiB, M/MiB, G/GiB (e.g. 64K)");
             *err = n < 0 ? MPI_ERR_ARG : env_error(comm, msg);
+            return 1;
+        }
+        /* An algorithm that needs a commutative operation, given one that is not: native
+         * runs instead, and the process says so once per operation. */
+        const ct_algorithm_info *info = ct_algorithm_find(coll, opts->algorithm);
+        int commutative = 1;
+        if (info && (info->flags & CT_ALG_NEEDS_COMMUTE) &&
+            (coll == CT_REDUCE || coll == CT_ALLREDUCE) && c->op != MPI_OP_NULL &&
+            PMPI_Op_commutative(c->op, &commutative) == MPI_SUCCESS && !commutative) {
+            static int said[CT_NCOLL];
+            if (!__atomic_exchange_n(&said[coll], 1, __ATOMIC_RELAXED)) {
+                char name[24]; /* MPI_Allreduce, MPI_Iallreduce, ... */
+                snprintf(name, sizeof name, c->request ? "MPI_I%s" : "MPI_%s",
+                         c->request ? ct_coll_name(coll) : mpi_name(coll));
+                fprintf(stderr,
+                        "colltune: COLLTUNE_%s_ALGORITHM=%s needs a commutative operation and "
+                        "this %s has one that is not: native %s ran instead (said once per "
+                        "process)\n",
+                        upper_name(coll), opts->algorithm, name, name);
+            }
             return 1;
         }
         if (env_segsize > 0) {
@@ -267,7 +336,7 @@ static int intercept(const ct_call *c)
     ct_options o;
     int err = MPI_SUCCESS;
     long long bytes = ct_call_bytes(c);
-    int native = is_inter(c->comm) || choose(c->coll, c->comm, bytes, &o, &err);
+    int native = is_inter(c->comm) || choose(c, bytes, &o, &err);
     if (err != MPI_SUCCESS)
         return err;
     const char *ran = "native";

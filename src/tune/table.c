@@ -26,11 +26,17 @@ typedef struct jval {
     struct jval *items; /* array elements or object values */
     char **keys;        /* object keys */
     int n;
+    int line;           /* where the value starts, from 1 */
 } jval;
+
+/* Deeper nesting is refused (a table is 3 levels deep): no recursion without end. */
+#define JSON_MAX_DEPTH 32
 
 typedef struct jparser {
     const char *p;
     int depth;
+    int line;          /* of p, from 1 */
+    const char *error; /* what is wrong at `line`, when parsing fails */
 } jparser;
 
 static void jfree(jval *v)
@@ -50,7 +56,15 @@ static void jfree(jval *v)
 static void skip(jparser *j)
 {
     while (isspace((unsigned char)*j->p))
-        j->p++;
+        if (*j->p++ == '\n')
+            j->line++;
+}
+
+static int fail(jparser *j, const char *what)
+{
+    if (!j->error)
+        j->error = what;
+    return -1;
 }
 
 static int parse_value(jparser *j, jval *out);
@@ -58,7 +72,7 @@ static int parse_value(jparser *j, jval *out);
 static int parse_string(jparser *j, char **out)
 {
     if (*j->p != '"')
-        return -1;
+        return fail(j, "a string was expected");
     const char *s = ++j->p;
     size_t cap = 16, len = 0;
     char *buf = malloc(cap);
@@ -66,6 +80,8 @@ static int parse_string(jparser *j, char **out)
         return -1;
     while (*s && *s != '"') {
         char c = *s++;
+        if (c == '\n')
+            j->line++;
         if (c == '\\') {
             c = *s++;
             if (c == 'n')
@@ -92,7 +108,7 @@ static int parse_string(jparser *j, char **out)
     }
     if (*s != '"') {
         free(buf);
-        return -1;
+        return fail(j, "a string has no end");
     }
     buf[len] = '\0';
     j->p = s + 1;
@@ -136,7 +152,7 @@ static int parse_container(jparser *j, jval *out, char close)
             skip(j);
             if (*j->p++ != ':') {
                 free(key);
-                return -1;
+                return fail(j, "':' was expected after a key");
             }
         }
         if (parse_value(j, &item) || push_item(out, &item, key)) {
@@ -153,7 +169,7 @@ static int parse_container(jparser *j, jval *out, char close)
             j->p++;
             return 0;
         }
-        return -1;
+        return fail(j, close == '}' ? "',' or '}' was expected" : "',' or ']' was expected");
     }
 }
 
@@ -161,8 +177,9 @@ static int parse_value(jparser *j, jval *out)
 {
     memset(out, 0, sizeof *out);
     skip(j);
-    if (++j->depth > 32)
-        return -1;
+    out->line = j->line;
+    if (++j->depth > JSON_MAX_DEPTH)
+        return fail(j, "nested deeper than 32 levels");
     int rc = 0;
     char c = *j->p;
     if (c == '{' || c == '[') {
@@ -180,9 +197,17 @@ static int parse_value(jparser *j, jval *out)
     } else {
         char *end;
         out->t = J_NUM;
-        out->num = strtod(j->p, &end);
-        rc = end == j->p ? -1 : 0;
-        j->p = end;
+        /* JSON numbers only: strtod would take inf, nan and hexadecimal too */
+        int ok = *j->p == '-' || isdigit((unsigned char)*j->p);
+        out->num = ok ? strtod(j->p, &end) : 0;
+        if (!ok || end == j->p || !isfinite(out->num)) {
+            rc = fail(j, "a value was expected");
+        } else {
+            for (const char *q = j->p; q < end; q++)
+                if (*q == 'x' || *q == 'X' || *q == 'n' || *q == 'N' || *q == 'i' || *q == 'I')
+                    rc = fail(j, "a value was expected");
+            j->p = end;
+        }
     }
     j->depth--;
     return rc;
@@ -276,6 +301,95 @@ static int same_mpi(const char *impl, const char *version)
     return strstr(lib, version) != NULL;
 }
 
+/* "bcast, reduce, ..." or "native, binomial, ..." for the messages. */
+static void list_names(int coll, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    if (coll < 0) {
+        for (int c = 0; c < CT_NCOLL && used < len; c++)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", c ? ", " : "",
+                                     ct_coll_name((ct_coll)c));
+        return;
+    }
+    for (int i = 0; i < ct_algorithm_count() && used < len; i++) {
+        const ct_algorithm_info *a = ct_algorithm_get(i);
+        if ((int)a->coll == coll)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", a->name);
+    }
+}
+
+/* A whole number in [lo, hi] at key, or a message naming the key and what it allows. */
+static int whole_of(const jval *e, const char *key, double lo, double hi, double *out,
+                    char *why, size_t len)
+{
+    const jval *v = member(e, key);
+    if (!v) {
+        snprintf(why, len, "%s: missing", key);
+        return -1;
+    }
+    if (v->t != J_NUM) {
+        snprintf(why, len, "%s: not a number", key);
+        return -1;
+    }
+    if (v->num != floor(v->num)) {
+        snprintf(why, len, "%s: %.15g is not an integer", key, v->num);
+        return -1;
+    }
+    if (v->num < lo || v->num > hi) {
+        snprintf(why, len, "%s: %.15g is out of range: allowed %.0f to %.0f", key, v->num, lo, hi);
+        return -1;
+    }
+    *out = v->num;
+    return 0;
+}
+
+/* One entry of the table: the operation, the sizes and the algorithm, each checked with a
+ * message that names the field and what it allows. */
+static int check_entry(const jval *e, int *coll, double *ranks, double *bytes, double *seg,
+                       const char **alg, char *why, size_t len)
+{
+    char names[640];
+    if (e->t != J_OBJ) {
+        snprintf(why, len, "not an object");
+        return -1;
+    }
+    const jval *op = member(e, "op");
+    if (!op || op->t != J_STR) {
+        snprintf(why, len, "op: %s", op ? "not a string" : "missing");
+        return -1;
+    }
+    if ((*coll = ct_coll_from_name(op->str)) < 0) {
+        list_names(-1, names, sizeof names);
+        snprintf(why, len, "op: '%.64s' is not an operation; valid: %s", op->str, names);
+        return -1;
+    }
+    /* ranks fit a C int; sizes up to 2^53 (exact in a double) */
+    if (whole_of(e, "ranks", 1, 2147483647.0, ranks, why, len) ||
+        whole_of(e, "size_bytes", 0, 9007199254740992.0, bytes, why, len) ||
+        whole_of(e, "segsize", 0, 1073741824.0, seg, why, len))
+        return -1;
+    const jval *a = member(e, "algorithm");
+    if (!a || a->t != J_STR) {
+        snprintf(why, len, "algorithm: %s", a ? "not a string" : "missing");
+        return -1;
+    }
+    *alg = a->str;
+    const ct_algorithm_info *info = ct_algorithm_find((ct_coll)*coll, a->str);
+    if (!info) {
+        list_names(*coll, names, sizeof names);
+        snprintf(why, len, "algorithm: '%.64s' is not %s %s algorithm; valid: %s", a->str,
+                 strchr("aeiou", op->str[0]) ? "an" : "a", op->str, names);
+        return -1;
+    }
+    if (*seg > 0 && !(info->flags & CT_ALG_SEGMENTABLE)) {
+        snprintf(why, len, "segsize: %.0f given for %s '%s', which takes no segment size; "
+                           "use 0", *seg, op->str, a->str);
+        return -1;
+    }
+    return 0;
+}
+
 int ct_table_load(const char *path, char *why, size_t len)
 {
     FILE *f = fopen(path, "rb");
@@ -295,13 +409,19 @@ int ct_table_load(const char *path, char *why, size_t len)
     }
     fclose(f);
     text[size] = '\0';
-    jparser j = {text, 0};
+    jparser j = {text, 0, 1, NULL};
     jval doc;
     int bad = parse_value(&j, &doc);
+    if (!bad) {
+        skip(&j);
+        if (*j.p)
+            bad = fail(&j, "text follows the end of the document");
+    }
     free(text);
     if (bad) {
         jfree(&doc);
-        snprintf(why, len, "%s is not valid JSON", path);
+        snprintf(why, len, "%s is not valid JSON: line %d: %s", path, j.line,
+                 j.error ? j.error : "out of memory");
         return -1;
     }
     double version = 0, cores = 0;
@@ -338,17 +458,14 @@ int ct_table_load(const char *path, char *why, size_t len)
     if (rc == 0 && !(es = calloc((size_t)list->n + 1, sizeof *es)))
         rc = -1;
     for (int i = 0; rc == 0 && i < list->n; i++) {
-        const jval *e = &list->items[i];
-        const char *op = str_of(e, "op"), *alg = str_of(e, "algorithm");
-        double ranks, bytes, seg;
-        int coll = op ? ct_coll_from_name(op) : -1;
-        if (coll < 0 || !alg || num_of(e, "ranks", &ranks) || num_of(e, "size_bytes", &bytes) ||
-            num_of(e, "segsize", &seg) || ranks < 1 || bytes < 0 || seg < 0) {
-            snprintf(why, len, "%s: entries[%d]: op, ranks, size_bytes, algorithm, segsize "
-                               "needed", path, i);
-            rc = -1;
-        } else if (strcmp(alg, "native") && !ct_algorithm_find((ct_coll)coll, alg)) {
-            snprintf(why, len, "%s: entries[%d]: '%s' is no %s algorithm", path, i, alg, op);
+        char alg_why[768];
+        const char *alg = NULL;
+        int coll = -1;
+        double ranks = 0, bytes = 0, seg = 0;
+        if (check_entry(&list->items[i], &coll, &ranks, &bytes, &seg, &alg, alg_why,
+                        sizeof alg_why) != 0) {
+            snprintf(why, len, "%s: %s (entry %d, line %d)", path, alg_why, i + 1,
+                     list->items[i].line);
             rc = -1;
         } else {
             es[n] = (entry){coll, (int)ranks, (long long)bytes, strdup(alg), (long long)seg};
