@@ -206,7 +206,9 @@ enum {
     CT_ALG_NEEDS_COMMUTE = 1u << 1, /* only for commutative operations */
     CT_ALG_TAKES_RADIX   = 1u << 2, /* uses ct_options.radix */
     CT_ALG_NATIVE        = 1u << 3, /* the MPI library's own collective */
-    CT_ALG_HIERARCHICAL  = 1u << 4  /* node-aware: uses ct_options.intra / .inter */
+    CT_ALG_HIERARCHICAL  = 1u << 4, /* node-aware: uses ct_options.intra / .inter */
+    CT_ALG_SHARED_MEMORY = 1u << 5  /* through the node's shared segment: every rank of
+                                       the communicator on one node (else refused) */
 };
 
 typedef struct ct_algorithm_info {

@@ -163,7 +163,7 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
     print(f"{'collective':<11}{'algorithm':<20}{'properties':<40}summary")
     for a in reg:
         props = [k for k in ("segmentable", "needs_commutative", "takes_radix", "native",
-                             "hierarchical") if a.get(k)]
+                             "hierarchical", "shared_memory") if a.get(k)]
         if a["default_segsize"]:
             props.append(f"segment {human_size(a['default_segsize'])}")
         print(f"{a['coll']:<11}{a['name']:<20}{', '.join(props):<40}{a['summary']}")

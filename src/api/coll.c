@@ -100,6 +100,21 @@ typedef struct comm_state {
     int *node_of;       /* the node layout (ct_params.node_of), once a hierarchical
                            algorithm asked for it; NULL before */
     unsigned layout_id;
+    /* The node's shared segment, made on the first shared-memory call: shm_state 0
+     * before, 1 ready, -1 refused (the ranks are not all on one node). */
+    int shm_state;
+    MPI_Comm shm_comm;
+    MPI_Win shm_win;
+    void *shm_flags, *shm_data;
+    size_t shm_bytes;
+    unsigned long long shm_seq; /* shared-memory calls so far: the epoch of flags */
+    /* The fast path of blocking calls: the last one that ran, but its buffers. A call
+     * equal to it (same operation, counts, predefined types and op, root, algorithm and
+     * options) reuses st->job as it is, without checks or generation. */
+    int fast_ok;
+    ct_call fast_call;
+    ct_options fast_opts;
+    char fast_alg[64];
 } comm_state;
 
 static int state_keyval = MPI_KEYVAL_INVALID;
@@ -111,11 +126,90 @@ static void state_unref(comm_state *st)
 {
     if (atomic_fetch_sub(&st->refs, 1) != 1)
         return;
+    if (st->shm_state > 0) {
+        PMPI_Win_free(&st->shm_win);
+        PMPI_Comm_free(&st->shm_comm);
+    }
     if (st->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&st->priv);
     ct_job_free(&st->job);
     free(st->node_of);
     free(st);
+}
+
+/* ---- The node's shared segment ------------------------------------------------ */
+
+enum { FLAG_STRIDE = 64 }; /* one cache line per rank's flag */
+
+/* COLLTUNE_SHM_BYTES (bytes, K/M/G suffixes), default 4 MiB: the data part of a
+ * communicator's segment; its size bounds the shared-memory algorithms' chunks. */
+static size_t shm_segment_bytes(void)
+{
+    const char *e = getenv("COLLTUNE_SHM_BYTES");
+    if (!e || !*e)
+        return CT_SHM_DEFAULT_BYTES;
+    char *end;
+    double v = strtod(e, &end);
+    double scale = *end == 'K' || *end == 'k' ? 1024.0
+                   : *end == 'M' || *end == 'm' ? 1048576.0
+                   : *end == 'G' || *end == 'g' ? 1073741824.0
+                                                 : 1.0;
+    if (v < 4096 / scale || v * scale > 1e12)
+        return CT_SHM_DEFAULT_BYTES;
+    return (size_t)(v * scale);
+}
+
+/* Collective over st->priv, on the first shared-memory call: the segment, its flags
+ * each set to "done with call 0". All ranks agree on refusing it. */
+static int shm_setup(comm_state *st, int size, int rank)
+{
+    if (st->shm_state)
+        return MPI_SUCCESS;
+    MPI_Comm node;
+    int rc = PMPI_Comm_split_type(st->priv, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    int nsize = 0, one_node;
+    PMPI_Comm_size(node, &nsize);
+    one_node = nsize == size;
+    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, &one_node, 1, MPI_INT, MPI_MIN, st->priv)) !=
+        MPI_SUCCESS) {
+        PMPI_Comm_free(&node);
+        return rc;
+    }
+    if (!one_node) {
+        PMPI_Comm_free(&node);
+        st->shm_state = -1;
+        return MPI_SUCCESS;
+    }
+    size_t header = (size_t)size * FLAG_STRIDE, data = shm_segment_bytes();
+    void *mine, *base;
+    MPI_Aint qsize;
+    int disp;
+    rc = PMPI_Win_allocate_shared(rank == 0 ? (MPI_Aint)(header + data) : 0, 1, MPI_INFO_NULL,
+                                  node, &mine, &st->shm_win);
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Win_shared_query(st->shm_win, 0, &qsize, &disp, &base);
+    if (rc != MPI_SUCCESS) {
+        PMPI_Comm_free(&node);
+        return rc;
+    }
+    if (rank == 0)
+        for (int r = 0; r < size; r++)
+            atomic_store((_Atomic unsigned long long *)((char *)base + (size_t)r * FLAG_STRIDE),
+                         (unsigned long long)CT_STEP_DONE);
+    if ((rc = PMPI_Barrier(node)) != MPI_SUCCESS) {
+        PMPI_Win_free(&st->shm_win);
+        PMPI_Comm_free(&node);
+        return rc;
+    }
+    st->shm_comm = node;
+    st->shm_flags = base;
+    st->shm_data = (char *)base + header;
+    st->shm_bytes = data;
+    st->shm_seq = 0;
+    st->shm_state = 1;
+    return MPI_SUCCESS;
 }
 
 static int state_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
@@ -712,16 +806,30 @@ static int prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry
     ct_params key;
     memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
     memcpy(&key, p, sizeof *p);
+    if (e->info.flags & CT_ALG_SHARED_MEMORY) {
+        /* Elements of the call's type the segment holds (element i at i * extent). */
+        MPI_Aint over = job->x.true_extent > job->x.extent ? job->x.true_extent - job->x.extent
+                                                          : 0;
+        key.shm_count = job->x.extent > 0 && (MPI_Aint)st->shm_bytes > over
+                            ? (size_t)(((MPI_Aint)st->shm_bytes - over) / job->x.extent)
+                            : 0;
+        job->x.shm = st->shm_data;
+        job->x.shm_bytes = st->shm_bytes;
+        job->x.flags = st->shm_flags;
+        job->x.flag_stride = FLAG_STRIDE;
+        job->x.shm_rank = p->rank;
+        job->x.epoch = (++st->shm_seq) << 24;
+    }
     if (!job->have_key || job->key_alg != e || memcmp(&key, &job->key_params, sizeof key)) {
         job->have_key = 0;
-        if (ct_sched_generate(e->info.name, p, &job->sched))
+        if (ct_sched_generate(e->info.name, &key, &job->sched))
             return MPI_ERR_INTERN; /* out of memory, or a generator refusing its parameters */
         job->key_alg = e;
         memcpy(&job->key_params, &key, sizeof key);
         job->have_key = 1;
     }
     job->alg = e;
-    job->params = *p;
+    job->params = key;
     job->x.comm = st->priv;
     job->x.tag = (int)(st->seq++ & 0x7fff);
     return MPI_SUCCESS;
@@ -942,6 +1050,18 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     }
     if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
         return ct_raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
+    if (e->info.flags & CT_ALG_SHARED_MEMORY) {
+        if ((rc = shm_setup(st, size, rank)) != MPI_SUCCESS)
+            return ct_raise_error(c->comm, rc, "%s/%s: cannot set up the shared segment", cname,
+                                  e->info.name);
+        if (st->shm_state < 0)
+            return native_on_reject
+                       ? ct_call_native(c)
+                       : ct_raise_error(c->comm, MPI_ERR_ARG,
+                                        "%s algorithm '%s' needs every rank of the "
+                                        "communicator on one node",
+                                        cname, e->info.name);
+    }
     if (e->info.flags & CT_ALG_HIERARCHICAL) {
         if ((rc = node_layout(st, size, rank)) != MPI_SUCCESS)
             return ct_raise_error(c->comm, rc, "%s: cannot find the node layout", cname);
@@ -989,17 +1109,73 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     return MPI_SUCCESS;
 }
 
-int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
-                const char **ran)
+/* ---- The fast path of blocking calls ---------------------------------------- */
+
+static int named_type(MPI_Datatype t)
 {
-    int go, rc;
-    comm_state *st;
-    rc = ct_call_prepare(c, opts, native_on_reject, NULL, &go, ran);
-    if (!go)
-        return rc;
-    if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
-        return rc;
+    int ni, na, nd, combiner;
+    return t == MPI_DATATYPE_NULL ||
+           (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) == MPI_SUCCESS &&
+            combiner == MPI_COMBINER_NAMED);
+}
+
+/* The operations whose job takes the caller's buffers as they are (no packing). */
+static int fast_kind(ct_coll coll)
+{
+    return coll == CT_BCAST || coll == CT_REDUCE || coll == CT_ALLREDUCE || coll == CT_BARRIER;
+}
+
+static int same_name(const char *a, const char *b)
+{
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+static int fast_match(const comm_state *st, const ct_call *c, const ct_options *o)
+{
+    const ct_call *f = &st->fast_call;
+    const ct_options *fo = &st->fast_opts;
+    return st->fast_ok && f->coll == c->coll && f->sendcount == c->sendcount &&
+           f->recvcount == c->recvcount && f->sendtype == c->sendtype &&
+           f->recvtype == c->recvtype && f->op == c->op && f->root == c->root &&
+           (f->sendbuf == MPI_IN_PLACE) == (c->sendbuf == MPI_IN_PLACE) &&
+           !strcmp(st->fast_alg, o->algorithm) && fo->has_segsize == o->has_segsize &&
+           (!o->has_segsize || fo->segsize == o->segsize) && fo->radix == o->radix &&
+           same_name(fo->intra, o->intra) && same_name(fo->inter, o->inter);
+}
+
+/* Remembers c, which just ran through the whole path, when the next equal call may
+ * skip it: predefined datatypes and op only (a derived type freed and made again
+ * may come back under the same handle with another layout). */
+static void fast_remember(comm_state *st, const ct_call *c, const ct_options *o)
+{
+    st->fast_ok = 0;
+    if (st->job.empty || !o || !o->algorithm || strlen(o->algorithm) >= sizeof st->fast_alg ||
+        !fast_kind(c->coll) || !named_type(c->sendtype) || !named_type(c->recvtype) ||
+        !(c->op == MPI_OP_NULL || predefined_op(c->op)))
+        return;
+    st->fast_call = *c;
+    st->fast_call.request = NULL;
+    st->fast_opts = *o;
+    snprintf(st->fast_alg, sizeof st->fast_alg, "%s", o->algorithm);
+    st->fast_opts.algorithm = st->fast_alg;
+    st->fast_ok = 1;
+}
+
+/* colltune's state of comm if it has one (no collective set-up, unlike get_state). */
+static comm_state *find_state(MPI_Comm comm)
+{
+    int flag = 0;
+    comm_state *st = NULL;
+    if (comm == MPI_COMM_NULL || state_keyval == MPI_KEYVAL_INVALID ||
+        PMPI_Comm_get_attr(comm, state_keyval, &st, &flag) != MPI_SUCCESS || !flag)
+        return NULL;
+    return st;
+}
+
+static int run_job(const ct_call *c, comm_state *st)
+{
     ct_job *job = &st->job;
+    int rc = MPI_SUCCESS;
     if (!job->empty) {
         rc = ct_exec(&job->sched, &job->x, &job->work);
         if (rc == MPI_SUCCESS)
@@ -1007,9 +1183,39 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
     }
     if (rc != MPI_SUCCESS)
         return ct_raise_error(c->comm, rc, "%s/%s: failed (%s)", ct_coll_name(c->coll),
-                           job->alg->info.name,
-                           rc == MPI_ERR_NO_MEM ? "out of memory" : "MPI error");
+                              job->alg->info.name,
+                              rc == MPI_ERR_NO_MEM ? "out of memory" : "MPI error");
     return MPI_SUCCESS;
+}
+
+int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
+                const char **ran)
+{
+    int go, rc;
+    comm_state *st;
+    if (opts && opts->algorithm && fast_kind(c->coll) && (st = find_state(c->comm)) &&
+        fast_match(st, c, opts)) {
+        ct_job *job = &st->job;
+        *ran = job->alg->info.name;
+        if (c->coll != CT_BARRIER) {
+            job->x.src = job->params.in_place ? c->recvbuf : (void *)c->sendbuf;
+            job->x.dst = c->recvbuf;
+        }
+        job->x.tag = (int)(st->seq++ & 0x7fff);
+        if (job->alg->info.flags & CT_ALG_SHARED_MEMORY)
+            job->x.epoch = (++st->shm_seq) << 24;
+        return run_job(c, st);
+    }
+    rc = ct_call_prepare(c, opts, native_on_reject, NULL, &go, ran);
+    if (!go)
+        return rc;
+    if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = run_job(c, st)) == MPI_SUCCESS)
+        fast_remember(st, c, opts);
+    else
+        st->fast_ok = 0;
+    return rc;
 }
 
 /* ---- Public entry points ------------------------------------------------ */

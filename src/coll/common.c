@@ -387,3 +387,89 @@ int ct_rsag_reduce_scatter(ct_sched *s, const ct_params *p, int top, int work, c
     }
     return s->error ? -1 : 0;
 }
+
+/* ---- Shared-memory algorithms --------------------------------------------- */
+
+size_t ct_shm_chunks(const ct_params *p, size_t count, size_t areas, size_t *chunk,
+                     size_t *nslots)
+{
+    *chunk = *nslots = 1;
+    if (!count || !p->shm_count || p->shm_count < areas)
+        return 0;
+    size_t fit = p->shm_count / areas, c = p->segcount ? p->segcount : count;
+    if (c > fit)
+        c = fit;
+    /* Steps are numbered within 24 bits, a few per chunk. */
+    size_t min_chunk = count / (1u << 21) + 1;
+    if (c < min_chunk)
+        c = min_chunk <= fit ? min_chunk : fit;
+    size_t slots = fit / c;
+    *chunk = c;
+    *nslots = slots > 8 ? 8 : slots;
+    return (count + c - 1) / c;
+}
+
+void ct_shm_wait_others(ct_sched *s, const ct_params *p, unsigned step)
+{
+    for (int r = 0; r < p->size; r++)
+        if (r != p->rank)
+            ct_sched_wait(s, r, step);
+}
+
+/* Vectors up to this many bytes are reduced whole by every rank that needs the
+ * result (one synchronisation); larger ones slice by slice (each rank reduces
+ * 1/N of the vector, then the result is copied out: two). */
+enum { SHM_SMALL_BYTES = 2048 };
+
+int ct_shm_reduce(const ct_params *p, ct_sched *s, int root)
+{
+    int n = p->size, me = p->rank;
+    size_t chunk, nslots;
+    size_t nchunks = ct_shm_chunks(p, p->count, (size_t)n + 1, &chunk, &nslots);
+    if (!nchunks && p->count)
+        return -1; /* no segment, or one too small */
+    int small = p->count * p->type_size <= SHM_SMALL_BYTES;
+    int in = p->in_place ? CT_BUF_DST : CT_BUF_SRC, out = root < 0 || me == root;
+    size_t result = (size_t)n * chunk;
+    ct_sched_shm(s, chunk * ((size_t)n + 1));
+    ct_sched_round(s);
+    for (int r = 0; r < n; r++)
+        ct_sched_wait(s, r, CT_STEP_PREV); /* every slot is written: nobody may still read */
+    for (size_t c = 0; c < nchunks; c++) {
+        size_t off = c * chunk, len = c + 1 < nchunks ? chunk : p->count - off;
+        unsigned base = 3 * (unsigned)c;
+        for (int r = 0; r < n && c > 0; r++)
+            ct_sched_wait(s, r, base); /* everyone is done with the last chunk */
+        ct_sched_copy(s, in, off, CT_BUF_SHM, (size_t)me * chunk, len);
+        ct_sched_signal(s, base + 1);
+        for (int j = 0; j < n; j++)
+            if (j != me)
+                ct_sched_wait(s, j, base + 1);
+        if (small) {
+            if (out) { /* x_0 op (x_1 op (... op x_{N-1})): b = a op b, a on the left */
+                ct_sched_copy(s, CT_BUF_SHM, (size_t)(n - 1) * chunk, CT_BUF_DST, off, len);
+                for (int j = n - 2; j >= 0; j--)
+                    ct_sched_reduce(s, CT_BUF_SHM, (size_t)j * chunk, CT_BUF_DST, off, len);
+            }
+        } else {
+            size_t lo = ct_part_lo(len, n, me), l = ct_part_len(len, n, me);
+            if (l) {
+                ct_sched_copy(s, CT_BUF_SHM, (size_t)(n - 1) * chunk + lo, CT_BUF_SHM,
+                              result + lo, l);
+                for (int j = n - 2; j >= 0; j--)
+                    ct_sched_reduce(s, CT_BUF_SHM, (size_t)j * chunk + lo, CT_BUF_SHM,
+                                    result + lo, l);
+            }
+            ct_sched_signal(s, base + 2);
+            if (out) {
+                for (int j = 0; j < n; j++)
+                    if (j != me)
+                        ct_sched_wait(s, j, base + 2);
+                ct_sched_copy(s, CT_BUF_SHM, result, CT_BUF_DST, off, len);
+            }
+        }
+        ct_sched_signal(s, base + 3);
+    }
+    ct_sched_signal(s, CT_STEP_DONE);
+    return s->error ? -1 : 0;
+}

@@ -138,6 +138,21 @@ int ct_compose(ct_sched *s, const char *alg, const ct_params *q, const int *grou
 ct_params ct_part_params(const ct_params *p, int coll, const char *alg, int size, int rank,
                          int root);
 
+/* The shared-memory algorithms: how count elements go through the segment
+ * (p->shm_count elements) when each chunk needs `areas` chunk-sized areas of
+ * it: the chunk (p->segcount, else all of count, cut to fit) and how many
+ * chunks' areas fit at once (a ring of up to 8 slots). Returns the number of
+ * chunks: 0 for count 0, and when no segment is there. */
+size_t ct_shm_chunks(const ct_params *p, size_t count, size_t areas, size_t *chunk,
+                     size_t *nslots);
+
+/* WAIT(r, step) for every rank r but this one. */
+void ct_shm_wait_others(ct_sched *s, const ct_params *p, unsigned step);
+
+/* Reduce (root >= 0) or allreduce (root -1) through the segment, rank order
+ * kept: reduce_shm and allreduce_shm. */
+int ct_shm_reduce(const ct_params *p, ct_sched *s, int root);
+
 static inline int ct_pof2_floor(int n)
 {
     int p = 1;

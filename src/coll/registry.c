@@ -14,6 +14,7 @@
 #define RADIX CT_ALG_TAKES_RADIX
 #define NATIVE CT_ALG_NATIVE
 #define HIER CT_ALG_HIERARCHICAL
+#define SHM CT_ALG_SHARED_MEMORY
 
 static const ct_registry_entry table[] = {
     {{CT_BCAST, "native", NATIVE, 0, "the MPI library's MPI_Bcast"}, NULL},
@@ -32,6 +33,9 @@ static const ct_registry_entry table[] = {
     {{CT_BCAST, "hier", SEG | HIER, 0,
       "node-aware: inter-node bcast among node leaders, then intra-node bcast"},
      ct_bcast_hier},
+    {{CT_BCAST, "shm", SEG | SHM, 65536,
+      "shared segment: root copies in chunk by chunk, the others copy out (one node)"},
+     ct_bcast_shm},
 
     {{CT_REDUCE, "native", NATIVE, 0, "the MPI library's MPI_Reduce"}, NULL},
     {{CT_REDUCE, "linear", SEG, 0, "root receives every vector, reduces in rank order"},
@@ -44,6 +48,9 @@ static const ct_registry_entry table[] = {
     {{CT_REDUCE, "hier", SEG | HIER, 0,
       "node-aware: intra-node reduce to each leader, then inter-node reduce"},
      ct_reduce_hier},
+    {{CT_REDUCE, "shm", SEG | SHM, 0,
+      "shared segment: inputs copied in, sliced reduction in place, root copies out"},
+     ct_reduce_shm},
 
     {{CT_ALLREDUCE, "native", NATIVE, 0, "the MPI library's MPI_Allreduce"}, NULL},
     {{CT_ALLREDUCE, "reduce_bcast", SEG, 0, "binomial reduce to rank 0 + binomial bcast"},
@@ -59,6 +66,9 @@ static const ct_registry_entry table[] = {
     {{CT_ALLREDUCE, "hier", SEG | HIER, 0,
       "node-aware: intra reduce, inter allreduce among leaders, intra bcast"},
      ct_allreduce_hier},
+    {{CT_ALLREDUCE, "shm", SEG | SHM, 0,
+      "shared segment: inputs copied in, sliced reduction in place, all copy out"},
+     ct_allreduce_shm},
 
     {{CT_SCATTER, "native", NATIVE, 0, "the MPI library's MPI_Scatter"}, NULL},
     {{CT_SCATTER, "linear", SEG, 0, "root sends each rank its block (flat tree)"},
@@ -68,6 +78,9 @@ static const ct_registry_entry table[] = {
     {{CT_SCATTER, "binary", SEG, 0, "balanced binary tree of contiguous subtrees"},
      ct_scatter_binary},
     {{CT_SCATTER, "binomial", SEG, 0, "binomial tree, ceil(log2 N) rounds"}, ct_scatter_binomial},
+    {{CT_SCATTER, "shm", SEG | SHM, 0,
+      "shared segment: root copies every block in, each rank copies its own out"},
+     ct_scatter_shm},
 
     {{CT_GATHER, "native", NATIVE, 0, "the MPI library's MPI_Gather"}, NULL},
     {{CT_GATHER, "linear", SEG, 0, "root receives every block (flat tree)"}, ct_gather_linear},
@@ -76,6 +89,9 @@ static const ct_registry_entry table[] = {
     {{CT_GATHER, "binary", SEG, 0, "balanced binary tree of contiguous subtrees"},
      ct_gather_binary},
     {{CT_GATHER, "binomial", SEG, 0, "binomial tree, ceil(log2 N) rounds"}, ct_gather_binomial},
+    {{CT_GATHER, "shm", SEG | SHM, 0,
+      "shared segment: every rank copies its block in, the root copies all out"},
+     ct_gather_shm},
 
     {{CT_ALLGATHER, "native", NATIVE, 0, "the MPI library's MPI_Allgather"}, NULL},
     {{CT_ALLGATHER, "gather_bcast", 0, 0, "binomial gather to rank 0 + binomial bcast"},
@@ -88,6 +104,9 @@ static const ct_registry_entry table[] = {
     {{CT_ALLGATHER, "hier", HIER, 0,
       "node-aware: intra gather, inter allgather among leaders, intra bcast"},
      ct_allgather_hier},
+    {{CT_ALLGATHER, "shm", SEG | SHM, 0,
+      "shared segment: every rank copies its block in and all the others out"},
+     ct_allgather_shm},
 
     {{CT_ALLTOALL, "native", NATIVE, 0, "the MPI library's MPI_Alltoall"}, NULL},
     {{CT_ALLTOALL, "gather_scatter", 0, 0, "gather everything to rank 0, which scatters"},
@@ -96,6 +115,9 @@ static const ct_registry_entry table[] = {
      ct_alltoall_pairwise},
     {{CT_ALLTOALL, "bruck", 0, 0, "Bruck: ceil(log2 N) steps of packed blocks"},
      ct_alltoall_bruck},
+    {{CT_ALLTOALL, "shm", SEG | SHM, 0,
+      "shared segment: every rank copies a block per rank in, and its own blocks out"},
+     ct_alltoall_shm},
 
     {{CT_BARRIER, "native", NATIVE, 0, "the MPI library's MPI_Barrier"}, NULL},
     {{CT_BARRIER, "ring", 0, 0, "extended ring: a token around the ring, then a release around it"},
@@ -109,6 +131,8 @@ static const ct_registry_entry table[] = {
     {{CT_BARRIER, "hier", HIER, 0,
       "node-aware: intra fan-in, inter barrier among leaders, intra release"},
      ct_barrier_hier},
+    {{CT_BARRIER, "shm", SHM, 0, "shared flags: dissemination, no message (one node)"},
+     ct_barrier_shm},
 };
 
 #define NENTRIES ((int)(sizeof table / sizeof table[0]))
@@ -163,6 +187,8 @@ int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s)
         /* Nothing to move; a single rank only copies its input. */
         if (p->count > 0 && p->coll != CT_BCAST && !p->in_place)
             ct_sched_copy(s, CT_BUF_SRC, 0, CT_BUF_DST, 0, p->count);
+        if (e->info.flags & SHM)
+            ct_sched_signal(s, CT_STEP_DONE); /* every call on the segment ends so */
         return s->error ? -1 : 0;
     }
     int rc = e->generate(p, s);
@@ -181,11 +207,13 @@ static void build_registry_json(void)
         used += (size_t)snprintf(
             buf + used, sizeof registry_json - used,
             "%s{\"coll\":\"%s\",\"name\":\"%s\",\"segmentable\":%s,\"needs_commutative\":%s,"
-            "\"takes_radix\":%s,\"native\":%s,\"hierarchical\":%s,\"default_segsize\":%lld,"
+            "\"takes_radix\":%s,\"native\":%s,\"hierarchical\":%s,\"shared_memory\":%s,"
+            "\"default_segsize\":%lld,"
             "\"summary\":\"%s\"}",
             i ? "," : "", coll_names[a->coll], a->name, (a->flags & SEG) ? "true" : "false",
             (a->flags & COMM) ? "true" : "false", (a->flags & RADIX) ? "true" : "false",
             (a->flags & NATIVE) ? "true" : "false", (a->flags & HIER) ? "true" : "false",
+            (a->flags & SHM) ? "true" : "false",
             a->default_segsize, a->summary);
     }
     if (used < sizeof registry_json)

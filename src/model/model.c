@@ -189,6 +189,11 @@ typedef struct posted_op {
     double g;      /* send: its gap */
 } posted_op;
 
+typedef struct flag_signal {
+    unsigned step;
+    double t;
+} flag_signal;
+
 typedef struct rank_state {
     int round;     /* current round; nrounds = done */
     int posted;    /* the current round's operations are posted */
@@ -196,6 +201,11 @@ typedef struct rank_state {
     double link;   /* earliest start of its next send */
     posted_op *ops;
     int cap_ops;
+    /* The round's local operations, which a WAIT may stop midway: where, and when. */
+    int in_local, local;
+    double local_clock;
+    flag_signal *signals; /* shared memory: the steps this rank has signalled, in order */
+    int nsignals, cap_signals;
 } rank_state;
 
 /* The busy intervals of one node's link to the other nodes, in start order. */
@@ -354,6 +364,8 @@ static int finish_round(replay *R, int rank, arrival *arr)
     int first = sc->round_start[s->round], len = ct_sched_round_len(sc, s->round);
     int narr = 0;
     double end = s->clock;
+    if (s->in_local)
+        goto locals; /* the messages are done: resume at the WAIT that stopped */
     for (int i = 0; i < len; i++) {
         const ct_op *op = &sc->ops[first + i];
         const posted_op *po = &s->ops[i];
@@ -399,14 +411,45 @@ static int finish_round(replay *R, int rank, arrival *arr)
         clock = (arr[i].ready > clock ? arr[i].ready : clock) + arr[i].or_us;
     if (clock > end)
         end = clock;
-    for (int i = 0; i < len; i++) {
-        const ct_op *op = &sc->ops[first + i];
+    s->in_local = 1;
+    s->local = 0;
+    s->local_clock = end;
+locals:
+    end = s->local_clock;
+    for (; s->local < len; s->local++) {
+        const ct_op *op = &sc->ops[first + s->local];
         double m = (double)op->a.count * R->esz;
-        if (op->kind == CT_OP_COPY)
+        if (op->kind == CT_OP_COPY) {
             end += local_cost(c, c->copy_us, m);
-        else if (op->kind == CT_OP_REDUCE)
+        } else if (op->kind == CT_OP_REDUCE) {
             end += local_cost(c, c->reduce_us, m);
+        } else if (op->kind == CT_OP_SIGNAL) {
+            if (s->nsignals == s->cap_signals) {
+                int ncap = s->cap_signals ? 2 * s->cap_signals : 16;
+                flag_signal *ns = realloc(s->signals, sizeof *ns * (size_t)ncap);
+                if (!ns)
+                    return -1;
+                s->signals = ns;
+                s->cap_signals = ncap;
+            }
+            s->signals[s->nsignals++] = (flag_signal){(unsigned)op->a.off, end};
+        } else if (op->kind == CT_OP_WAIT && op->a.off != CT_STEP_PREV) {
+            /* The flag's cache line comes over once the peer has raised it: as long as a
+             * copy of one line. */
+            const rank_state *peer = &R->st[op->peer];
+            int k = 0;
+            while (k < peer->nsignals && peer->signals[k].step < (unsigned)op->a.off)
+                k++;
+            if (k == peer->nsignals) {
+                s->local_clock = end;
+                return 0;
+            }
+            double t = peer->signals[k].t + local_cost(c, c->copy_us, 64);
+            if (t > end)
+                end = t;
+        }
     }
+    s->in_local = 0;
     s->clock = end;
     s->round++;
     s->posted = 0;
@@ -475,14 +518,18 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
                     snprintf(res->error, sizeof res->error, "out of memory");
                     goto out;
                 }
+                int was_local = s->in_local, was_at = s->local;
                 int f = finish_round(&R, r, arr);
                 if (f < 0) {
                     rc = -1;
                     snprintf(res->error, sizeof res->error, "out of memory");
                     goto out;
                 }
-                if (f == 0)
+                if (f == 0) {
+                    if (s->in_local != was_local || s->local != was_at)
+                        progress = 1; /* went as far as a WAIT */
                     break;
+                }
                 progress = 1;
                 if (s->round == scheds[r]->nrounds)
                     left--;
@@ -508,8 +555,10 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
     }
 out:
     if (R.st)
-        for (int r = 0; r < n; r++)
+        for (int r = 0; r < n; r++) {
             free(R.st[r].ops);
+            free(R.st[r].signals);
+        }
     free(R.st);
     free(arr);
     map_free(&R.map);
@@ -544,9 +593,12 @@ int ct_model_predict_layers(const ct_cost_table *costs, const ct_cost_table *int
         rc = -1;
         goto out;
     }
+    const ct_algorithm_info *info = ct_algorithm_find((ct_coll)p->coll, alg);
     for (int r = 0; r < n; r++) {
         ct_params q = *p;
         q.rank = r;
+        if (info && (info->flags & CT_ALG_SHARED_MEMORY) && !q.shm_count && q.type_size)
+            q.shm_count = CT_SHM_DEFAULT_BYTES / q.type_size; /* the drop-in's default */
         ct_sched_init(&s[r]);
         ps[r] = &s[r];
         if (ct_sched_generate(alg, &q, &s[r])) {

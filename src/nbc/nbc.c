@@ -594,6 +594,8 @@ static int tree_heights(const ct_job *job, tree_shape shape, int *height)
         height[r] = 0;
         for (int i = 0; i < s.nops; i++) {
             const ct_op *o = &s.ops[i];
+            if (o->kind == CT_OP_SIGNAL || o->kind == CT_OP_WAIT)
+                rc = -1; /* shared memory: no tree to split */
             int up = shape == SHAPE_ONE_TO_ALL ? o->kind == CT_OP_RECV : o->kind == CT_OP_SEND;
             if (!up)
                 continue;

@@ -1,6 +1,8 @@
 #include "exec.h"
 
 #include <limits.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,6 +93,13 @@ int ct_exec_begin(ct_exec_run *x, const ct_sched *s, const ct_exec_ctx *c, ct_wo
     }
     for (int b = CT_BUF_TMP0; b < s->nbufs; b++)
         x->bases[b] = w->slab + offs[b] - c->true_lb;
+    size_t nshm = s->buf_count[CT_BUF_SHM];
+    if (nshm) {
+        size_t bytes = (size_t)((MPI_Aint)(nshm - 1) * c->extent + c->true_extent);
+        if (!c->shm || !c->flags || bytes > c->shm_bytes)
+            return MPI_ERR_INTERN; /* a segment too small for the schedule: a bug */
+        x->bases[CT_BUF_SHM] = (char *)c->shm - c->true_lb;
+    }
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].a.count > INT_MAX)
             return MPI_ERR_COUNT; /* more than one MPI call can carry; checked before any message */
@@ -125,22 +134,64 @@ static int post_round(ct_exec_run *x)
     return rc;
 }
 
-/* The round's messages are done: its local operations, then the next round. */
-static int end_round(ct_exec_run *x)
+/* A spin-wait's pause: lets the sibling hyperthread run and saves power. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static _Atomic unsigned long long *flag_of(const ct_exec_ctx *c, int rank)
+{
+    return (_Atomic unsigned long long *)((char *)c->flags + (size_t)rank * c->flag_stride);
+}
+
+/* Whether peer has passed step of this call (CT_STEP_PREV: is done with the last). */
+static int flag_reached(const ct_exec_ctx *c, int peer, unsigned step)
+{
+    unsigned long long want = step == CT_STEP_PREV ? c->epoch - 1 : c->epoch | step;
+    return atomic_load_explicit(flag_of(c, peer), memory_order_acquire) >= want;
+}
+
+/* The round's messages are done: its local operations in order, then the next
+ * round. A WAIT whose flag is not there yet stops it: blocking, it spins (and
+ * yields, for nodes with more ranks than cores); otherwise *stalled is set and
+ * the next call resumes at that WAIT. */
+static int end_round(ct_exec_run *x, int blocking, int *stalled)
 {
     const ct_sched *s = x->s;
     const ct_exec_ctx *c = x->c;
     int first = s->round_start[x->round], len = ct_sched_round_len(s, x->round), rc = MPI_SUCCESS;
-    for (int i = first; i < first + len && rc == MPI_SUCCESS; i++) {
+    *stalled = 0;
+    for (int i = first + x->local; i < first + len && rc == MPI_SUCCESS; i++, x->local++) {
         const ct_op *o = &s->ops[i];
-        if (o->kind == CT_OP_REDUCE)
+        if (o->kind == CT_OP_REDUCE) {
             rc = MPI_Reduce_local(region(x->bases, c, &o->a), region(x->bases, c, &o->b),
                                   (int)o->a.count, c->datatype, c->op);
-        else if (o->kind == CT_OP_COPY)
+        } else if (o->kind == CT_OP_COPY) {
             rc = local_copy(c, region(x->bases, c, &o->a), region(x->bases, c, &o->b),
                             o->a.count, &x->w->scratch, &x->w->scratch_len);
+        } else if (o->kind == CT_OP_SIGNAL) {
+            atomic_store_explicit(flag_of(c, c->shm_rank), c->epoch | o->a.off,
+                                  memory_order_release);
+        } else if (o->kind == CT_OP_WAIT) {
+            for (unsigned spins = 0; !flag_reached(c, o->peer, (unsigned)o->a.off); spins++) {
+                if (!blocking) {
+                    *stalled = 1;
+                    return MPI_SUCCESS;
+                }
+                if (spins > 4096) /* about 10 us: the peer is not running, let it */
+                    sched_yield();
+                else
+                    cpu_relax();
+            }
+        }
     }
     x->round++;
+    x->local = 0;
     x->nreq = -1;
     return rc;
 }
@@ -159,8 +210,14 @@ int ct_exec_step(ct_exec_run *x, int *done)
                 *done = 0;
                 return MPI_SUCCESS;
             }
+            x->nreq = 0; /* the messages are done; local operations may still stall */
         }
-        x->rc = end_round(x);
+        int stalled;
+        x->rc = end_round(x, 0, &stalled);
+        if (stalled) {
+            *done = 0;
+            return MPI_SUCCESS;
+        }
     }
     *done = 1;
     return x->rc;
@@ -174,7 +231,9 @@ int ct_exec_finish(ct_exec_run *x)
         if (x->nreq > 0 &&
             (x->rc = MPI_Waitall(x->nreq, x->w->reqs, MPI_STATUSES_IGNORE)) != MPI_SUCCESS)
             break;
-        x->rc = end_round(x);
+        x->nreq = 0;
+        int stalled;
+        x->rc = end_round(x, 1, &stalled);
     }
     return x->rc;
 }

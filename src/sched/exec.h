@@ -15,6 +15,16 @@ typedef struct ct_exec_ctx {
     MPI_Op op;
     MPI_Comm comm;            /* colltune's private communicator */
     int tag;
+    /* Shared-memory algorithms (CT_BUF_SHM, SIGNAL, WAIT): the node's segment
+     * (NULL: none) and its bytes, the ranks' flags (one atomic 64-bit counter
+     * per rank, flag_stride bytes apart), this rank's index among them, and the
+     * call's epoch (its number << 24: steps are unique to the call). */
+    void *shm;
+    size_t shm_bytes;
+    void *flags;
+    size_t flag_stride;
+    int shm_rank;
+    unsigned long long epoch;
 } ct_exec_ctx;
 
 /* Fills the datatype fields of ctx. */
@@ -50,6 +60,7 @@ typedef struct ct_exec_run {
     void *bases[CT_MAX_BUFS];
     int round;
     int nreq;   /* requests of the current round; -1: not posted yet */
+    int local;  /* the round's next local operation (a WAIT may stop it there) */
     int rc;
 } ct_exec_run;
 

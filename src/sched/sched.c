@@ -54,7 +54,7 @@ void ct_sched_round(ct_sched *s)
 
 int ct_sched_tmp(ct_sched *s, size_t count)
 {
-    if (s->nbufs >= CT_MAX_BUFS) {
+    if (s->nbufs >= CT_BUF_SHM) {
         s->error = 1;
         return -1;
     }
@@ -126,4 +126,32 @@ size_t ct_segcount_for(long long segsize_bytes, size_t type_size)
         return 0;
     size_t n = (size_t)segsize_bytes / type_size;
     return n ? n : 1;
+}
+
+static void sync_op(ct_sched *s, ct_opkind kind, int peer, unsigned step)
+{
+    ct_op o;
+    memset(&o, 0, sizeof o);
+    o.kind = kind;
+    o.peer = peer;
+    o.a.buf = -1;
+    o.b.buf = -1;
+    o.a.off = step;
+    ct_sched_add_op(s, &o);
+}
+
+void ct_sched_signal(ct_sched *s, unsigned step)
+{
+    sync_op(s, CT_OP_SIGNAL, -1, step);
+}
+
+void ct_sched_wait(ct_sched *s, int peer, unsigned step)
+{
+    sync_op(s, CT_OP_WAIT, peer, step);
+}
+
+void ct_sched_shm(ct_sched *s, size_t count)
+{
+    if (count > s->buf_count[CT_BUF_SHM])
+        s->buf_count[CT_BUF_SHM] = count;
 }

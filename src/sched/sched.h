@@ -19,11 +19,32 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Buffer ids. SRC is the caller's input (never written), DST its output. */
+/* Buffer ids. SRC is the caller's input (never written), DST its output.
+ * SHM is the node's shared segment (the shared-memory algorithms): one buffer,
+ * the same memory for every rank of the communicator, of buf_count[CT_BUF_SHM]
+ * elements at most p->shm_count; temporaries are numbered from TMP0 below it. */
 enum { CT_BUF_SRC = 0, CT_BUF_DST = 1, CT_BUF_TMP0 = 2 };
 #define CT_MAX_BUFS 64
+#define CT_BUF_SHM (CT_MAX_BUFS - 1)
 
-typedef enum ct_opkind { CT_OP_SEND = 0, CT_OP_RECV, CT_OP_REDUCE, CT_OP_COPY } ct_opkind;
+/*
+ * Shared-memory synchronisation: every rank has one flag, a counter only it
+ * raises. SIGNAL (a.off = step) publishes "this rank has passed `step` of the
+ * current call" (release); WAIT (peer, a.off = step) waits until peer has
+ * (acquire). Steps rise through a schedule; the executor makes them unique to
+ * the call (call number high, step low), so consecutive calls need no reset.
+ * Every shared-memory schedule ends with SIGNAL(CT_STEP_DONE); WAIT(peer,
+ * CT_STEP_PREV) waits until peer is done with the previous call on the
+ * communicator, i.e. no longer reads the segment: before it is written again.
+ */
+#define CT_STEP_PREV 0
+/* The segment's data bytes unless COLLTUNE_SHM_BYTES says otherwise. */
+#define CT_SHM_DEFAULT_BYTES ((size_t)4 << 20)
+#define CT_STEP_DONE 0xffffff
+
+typedef enum ct_opkind {
+    CT_OP_SEND = 0, CT_OP_RECV, CT_OP_REDUCE, CT_OP_COPY, CT_OP_SIGNAL, CT_OP_WAIT
+} ct_opkind;
 
 typedef struct ct_region {
     int buf;          /* CT_BUF_* or a temporary from ct_sched_tmp */
@@ -33,8 +54,9 @@ typedef struct ct_region {
 
 typedef struct ct_op {
     ct_opkind kind;
-    int peer;         /* SEND / RECV: the other rank */
-    ct_region a;      /* SEND: data; RECV: destination; REDUCE / COPY: source */
+    int peer;         /* SEND / RECV: the other rank; WAIT: whose flag */
+    ct_region a;      /* SEND: data; RECV: destination; REDUCE / COPY: source;
+                         SIGNAL / WAIT: a.off is the step (buf -1, count 0) */
     ct_region b;      /* REDUCE: b = a (op) b, a on the left; COPY: destination */
 } ct_op;
 
@@ -89,6 +111,9 @@ typedef struct ct_params {
      * parts (see ct_hier_parts in coll/registry.h); NULL = the defaults. The
      * API passes the registry's own strings, so they compare as pointers. */
     const char *intra, *inter;
+    /* Shared-memory algorithms: elements the node's segment holds for the call
+     * (0: no segment, they refuse); the ranks of the communicator share memory. */
+    size_t shm_count;
 } ct_params;
 
 typedef int (*ct_generator)(const ct_params *p, ct_sched *s);
@@ -119,6 +144,11 @@ void ct_sched_reduce(ct_sched *s, int sbuf, size_t soff, int dbuf, size_t doff,
                      size_t count);
 void ct_sched_copy(ct_sched *s, int sbuf, size_t soff, int dbuf, size_t doff,
                    size_t count);
+
+/* Shared-memory steps (the SIGNAL / WAIT above); the segment's elements used. */
+void ct_sched_signal(ct_sched *s, unsigned step);
+void ct_sched_wait(ct_sched *s, int peer, unsigned step);
+void ct_sched_shm(ct_sched *s, size_t count);
 
 /* Number of ops in round r, and its first op. */
 static inline int ct_sched_round_len(const ct_sched *s, int r)

@@ -24,6 +24,17 @@ typedef struct sim {
     /* heard[r * n + q]: rank r has heard from rank q's start (causally);
      * told[] is the same at the start of r's current round, what its sends carry. */
     unsigned char *heard, *told;
+    /* Shared memory: one segment for all ranks, each rank's flag (its last step)
+     * and, per SIGNAL, what the rank had heard then (what a WAIT on it learns). */
+    unsigned char *shm;
+    size_t shm_count;
+    unsigned *flag;
+    int *local;           /* each rank's next local operation in its round */
+    struct signal_seen {
+        unsigned step;
+        unsigned char *heard;
+    } **signals;
+    int *nsignals;
     ct_sim_result *res;
 } sim;
 
@@ -43,7 +54,7 @@ static int push(queue *q, pending p)
 
 static unsigned char *addr(sim *S, int rank, const ct_region *r, const char *what)
 {
-    if (r->buf < 0 || r->buf >= S->scheds[rank]->nbufs ||
+    if (r->buf < 0 || (r->buf >= S->scheds[rank]->nbufs && r->buf != CT_BUF_SHM) ||
         r->off + r->count > S->bufcount[rank * CT_MAX_BUFS + r->buf]) {
         snprintf(S->res->error, sizeof S->res->error,
                  "rank %d: %s region buf %d [%zu,+%zu) out of range", rank, what, r->buf,
@@ -93,12 +104,52 @@ static int try_match(sim *S, int src, int dst)
     return 0;
 }
 
+/* Rank's local operations of round r from where it stopped: 0 when done, 1 when
+ * a WAIT stops it (its peer has not signalled yet), -1 on error. */
 static int local_ops(sim *S, int rank, int r, ct_sim_reduce_fn reduce)
 {
     const ct_sched *s = S->scheds[rank];
-    int first = s->round_start[r], len = ct_sched_round_len(s, r);
-    for (int i = first; i < first + len; i++) {
+    int first = s->round_start[r], len = ct_sched_round_len(s, r), n = S->n;
+    for (int i = first + S->local[rank]; i < first + len; i++, S->local[rank]++) {
         const ct_op *o = &s->ops[i];
+        if (o->kind == CT_OP_SIGNAL) {
+            unsigned step = (unsigned)o->a.off;
+            if (step < S->flag[rank]) {
+                snprintf(S->res->error, sizeof S->res->error,
+                         "rank %d: signals step %u after step %u", rank, step, S->flag[rank]);
+                return -1;
+            }
+            S->flag[rank] = step;
+            struct signal_seen *ns = realloc(S->signals[rank], sizeof *ns *
+                                                               (size_t)(S->nsignals[rank] + 1));
+            if (!ns)
+                return -1;
+            S->signals[rank] = ns;
+            ns[S->nsignals[rank]].step = step;
+            if (!(ns[S->nsignals[rank]].heard = malloc((size_t)n)))
+                return -1;
+            memcpy(ns[S->nsignals[rank]++].heard, &S->heard[rank * n], (size_t)n);
+            continue;
+        }
+        if (o->kind == CT_OP_WAIT) {
+            unsigned step = (unsigned)o->a.off;
+            if (o->peer < 0 || o->peer >= n) {
+                snprintf(S->res->error, sizeof S->res->error, "rank %d: waits on rank %d",
+                         rank, o->peer);
+                return -1;
+            }
+            if (step == CT_STEP_PREV)
+                continue; /* one call: every rank is done with the one before */
+            if (S->flag[o->peer] < step)
+                return 1;
+            for (int k = 0; k < S->nsignals[o->peer]; k++)
+                if (S->signals[o->peer][k].step >= step) {
+                    for (int q = 0; q < n; q++)
+                        S->heard[rank * n + q] |= S->signals[o->peer][k].heard[q];
+                    break;
+                }
+            continue;
+        }
         if (o->kind != CT_OP_REDUCE && o->kind != CT_OP_COPY)
             continue;
         unsigned char *a = addr(S, rank, &o->a, "local source");
@@ -115,6 +166,7 @@ static int local_ops(sim *S, int rank, int r, ct_sim_reduce_fn reduce)
         else
             reduce(a, b, o->a.count);
     }
+    S->local[rank] = 0;
     return 0;
 }
 
@@ -134,8 +186,16 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
     S.left = calloc((size_t)n, sizeof(int));
     S.heard = calloc((size_t)n * n, 1);
     S.told = calloc((size_t)n * n, 1);
+    S.flag = calloc((size_t)n, sizeof *S.flag);
+    S.local = calloc((size_t)n, sizeof *S.local);
+    S.signals = calloc((size_t)n, sizeof *S.signals);
+    S.nsignals = calloc((size_t)n, sizeof *S.nsignals);
+    for (int r = 0; r < n; r++)
+        if (scheds[r]->buf_count[CT_BUF_SHM] > S.shm_count)
+            S.shm_count = scheds[r]->buf_count[CT_BUF_SHM];
+    S.shm = calloc(S.shm_count ? S.shm_count : 1, elem_size);
     if (!S.bufs || !S.bufcount || !S.sendq || !S.recvq || !S.round || !S.posted || !S.left ||
-        !S.heard || !S.told) {
+        !S.heard || !S.told || !S.flag || !S.local || !S.signals || !S.nsignals || !S.shm) {
         snprintf(res->error, sizeof res->error, "out of memory");
         goto out;
     }
@@ -150,6 +210,8 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
         S.bufcount[r * CT_MAX_BUFS + CT_BUF_SRC] = src[r] ? src_count : 0;
         S.bufcount[r * CT_MAX_BUFS + CT_BUF_DST] = dst[r] ? dst_count : 0;
         S.heard[r * n + r] = 1;
+        S.bufs[r * CT_MAX_BUFS + CT_BUF_SHM] = S.shm;
+        S.bufcount[r * CT_MAX_BUFS + CT_BUF_SHM] = S.shm_count;
         for (int b = CT_BUF_TMP0; b < s->nbufs; b++) {
             S.bufcount[r * CT_MAX_BUFS + b] = s->buf_count[b];
             S.bufs[r * CT_MAX_BUFS + b] = calloc(s->buf_count[b] ? s->buf_count[b] : 1, elem_size);
@@ -202,8 +264,16 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
                 }
             }
             if (S.left[r] == 0) {
-                if (local_ops(&S, r, rd, reduce))
+                int before = S.local[r], stalled = local_ops(&S, r, rd, reduce);
+                if (stalled < 0) {
+                    if (!res->error[0])
+                        snprintf(res->error, sizeof res->error, "out of memory");
                     goto out;
+                }
+                if (stalled) {
+                    progress |= S.local[r] != before;
+                    continue;
+                }
                 S.round[r]++;
                 S.posted[r] = 0;
                 progress = 1;
@@ -234,7 +304,7 @@ oom:
 out:
     if (S.bufs)
         for (int r = 0; r < n; r++)
-            for (int b = CT_BUF_TMP0; b < CT_MAX_BUFS; b++)
+            for (int b = CT_BUF_TMP0; b < CT_BUF_SHM; b++)
                 free(S.bufs[r * CT_MAX_BUFS + b]);
     if (S.sendq)
         for (int i = 0; i < n * n; i++) {
@@ -250,5 +320,15 @@ out:
     free(S.left);
     free(S.heard);
     free(S.told);
+    for (int r = 0; S.signals && r < n; r++) {
+        for (int k = 0; k < S.nsignals[r]; k++)
+            free(S.signals[r][k].heard);
+        free(S.signals[r]);
+    }
+    free(S.signals);
+    free(S.nsignals);
+    free(S.flag);
+    free(S.local);
+    free(S.shm);
     return rc;
 }

@@ -120,6 +120,29 @@ static void report(const char *coll, const char *alg, const dtype *d, const char
                 rank, nprocs, coll, alg, d->name, opname, root, count, seg, in_place, what);
 }
 
+/* colltune's call of the case into got (in: the input; the root's or in-place data is
+ * put into got first). */
+static int run_ct(const ct_algorithm_info *a, const dtype *d, MPI_Op op, int root, size_t count,
+                  int in_place, const char *in, char *got, size_t bytes, const ct_options *o)
+{
+    switch (a->coll) {
+    case CT_BCAST:
+        if (rank == root)
+            memcpy(got, in, bytes);
+        return ct_bcast(got, (int)count, *d->type, root, MPI_COMM_WORLD, o);
+    case CT_REDUCE:
+        if (in_place && rank == root)
+            memcpy(got, in, bytes);
+        return ct_reduce(in_place && rank == root ? MPI_IN_PLACE : in, got, (int)count,
+                         *d->type, op, root, MPI_COMM_WORLD, o);
+    default:
+        if (in_place)
+            memcpy(got, in, bytes);
+        return ct_allreduce(in_place ? MPI_IN_PLACE : in, got, (int)count, *d->type, op,
+                            MPI_COMM_WORLD, o);
+    }
+}
+
 static void check_case(const ct_algorithm_info *a, const dtype *d, MPI_Op op, const char *opname,
                        int root, size_t count, long long seg, int in_place)
 {
@@ -138,36 +161,31 @@ static void check_case(const ct_algorithm_info *a, const dtype *d, MPI_Op op, co
     int rc_native = MPI_SUCCESS, rc = MPI_SUCCESS;
     fill_input(d, in, count, rank, perm);
     cases++;
+    if (a->coll == CT_BCAST ? rank == root
+                            : in_place && (a->coll == CT_ALLREDUCE || rank == root))
+        memcpy(want, in, bytes);
     switch (a->coll) {
     case CT_BCAST:
-        if (rank == root) {
-            memcpy(want, in, bytes);
-            memcpy(got, in, bytes);
-        }
         rc_native = MPI_Bcast(want, (int)count, *d->type, root, MPI_COMM_WORLD);
-        rc = ct_bcast(got, (int)count, *d->type, root, MPI_COMM_WORLD, &o);
         break;
     case CT_REDUCE:
-        if (in_place && rank == root) {
-            memcpy(want, in, bytes);
-            memcpy(got, in, bytes);
-        }
         rc_native = MPI_Reduce(in_place && rank == root ? MPI_IN_PLACE : in, want, (int)count,
                                *d->type, op, root, MPI_COMM_WORLD);
-        rc = ct_reduce(in_place && rank == root ? MPI_IN_PLACE : in, got, (int)count, *d->type,
-                       op, root, MPI_COMM_WORLD, &o);
         break;
     default:
-        if (in_place) {
-            memcpy(want, in, bytes);
-            memcpy(got, in, bytes);
-        }
         rc_native = MPI_Allreduce(in_place ? MPI_IN_PLACE : in, want, (int)count, *d->type, op,
                                   MPI_COMM_WORLD);
-        rc = ct_allreduce(in_place ? MPI_IN_PLACE : in, got, (int)count, *d->type, op,
-                          MPI_COMM_WORLD, &o);
         break;
     }
+    rc = run_ct(a, d, op, root, count, in_place, in, got, bytes, &o);
+    /* The same call again on other buffers: a repeated call takes the fast path (the
+     * communicator's job reused as it is) and must take the new buffers. */
+    char *again = alloc_buf(d, count);
+    int rc2 = run_ct(a, d, op, root, count, in_place, in, again, bytes, &o);
+    if (rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && memcmp(got, again, bytes) != 0)
+        report(ct_coll_name(a->coll), a->name, d, opname, root, count, seg, in_place,
+               "a repeated call on other buffers gave another result");
+    free(again);
     if (rc_native != MPI_SUCCESS) {
         report(ct_coll_name(a->coll), a->name, d, opname, root, count, seg, in_place,
                "native collective failed (test set-up error)");

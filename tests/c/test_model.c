@@ -168,6 +168,24 @@ static void local_operations_are_costed(void)
     CHECK_NEAR(costed, want, "local costs%s", "");
 }
 
+/* Shared memory: no message; copies at their local cost, a WAIT ends a copy of one
+ * line (64 bytes, here 1 us) after the SIGNAL it waits for. */
+static void shared_memory_steps(void)
+{
+    ct_cost_table c = constant_table(1, 1, 2, 10, CT_MODE_IMMEDIATE);
+    static const double lb[2] = {1000, 1000000}, cu[2] = {1, 1000}, ru[2] = {2, 2000};
+    c.nlocal = 2;
+    c.local_bytes = lb;
+    c.copy_us = cu;
+    c.reduce_us = ru;
+    /* bcast: the root copies 8000 bytes in (8 us) and signals; the other rank sees it
+     * 1 us later and copies them out (8 us). */
+    CHECK_NEAR(predict(&c, CT_BCAST, "shm", 2, 8000, 0), 17.0, "bcast/shm N=%d", 2);
+    /* barrier: dissemination, one flag line per round. */
+    CHECK_NEAR(predict(&c, CT_BARRIER, "shm", 4, 0, 0), 2.0, "barrier/shm N=%d", 4);
+    CHECK_NEAR(predict(&c, CT_BARRIER, "shm", 5, 0, 0), 3.0, "barrier/shm N=%d", 5);
+}
+
 static void interpolation(void)
 {
     ct_cost_table c = constant_table(1, 1, 2, 10, CT_MODE_IMMEDIATE);
@@ -326,6 +344,7 @@ int main(void)
     rendezvous_waits_for_the_receive();
     pending_sends_cost_more();
     local_operations_are_costed();
+    shared_memory_steps();
     interpolation();
     never_finishes();
     if (failures) {
