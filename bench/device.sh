@@ -3,6 +3,9 @@
 # device): MPI from the wheels in .whl/, hwloc and pkg-config from Debian packages carried
 # in .whl/deb/ when the machine has no hwloc, colltune built against MPICH in build/mpich.
 #   bench/device.sh OUTDIR probe [PROBE-ARGS...]    the full machine probe
+#   bench/device.sh OUTDIR shm                      bench/shm_study.py at all cores:
+#                                                   OUTDIR/shm.tgz (then `study` for the
+#                                                   section 4 table with the shm family)
 #   bench/device.sh OUTDIR study [NRANKS [LABEL:OP ...]]   bench/study.sh, resumable
 #   bench/device.sh OUTDIR model [MPI ...]          colltune p2p then validate-model, per MPI
 #                                                   (default mpich openmpi): OUTDIR/model.tgz
@@ -73,6 +76,18 @@ colltune() { # the machine's own python3 has matplotlib; colltune runs from the 
 }
 
 case $part in
+shm)
+    # Issue 20's figures at all cores: bench/shm_study.py (shm vs native at 8 B, bcast 4 MiB
+    # against the concurrent-copy bound, the per-call overhead), then the section 4 table
+    # again with the shm family beside the natives (bench/study.sh: every algorithm).
+    work=${SHM_DIR:-/tmp/colltune-device-shm}
+    mkdir -p "$work"
+    build_mpi mpich >"$work/build-mpich.log" 2>&1
+    log "shm study"
+    COLLTUNE_MPI=mpich PYTHONPATH=python "${PYTHON:-python3}" bench/shm_study.py "$work" 2>&1 \
+        | tee "$work/shm_study.log"
+    tar czf "$out/shm.tgz" -C "$work" .
+    ;;
 model)
     work=${MODEL_DIR:-/tmp/colltune-device-model}
     mkdir -p "$work"

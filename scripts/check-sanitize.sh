@@ -40,7 +40,7 @@ for kind in asan tsan; do
     export CT_TEST_SCHED_MAX_N=24
     say "running $dir"
     case $kind in
-        asan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|errors|small|nbc|dyn|cholesky' ;;
+        asan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|errors|small|nbc|dyn|cholesky|shm_race' ;;
         tsan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|nbc|dyn' ;;
     esac
 done

@@ -1,0 +1,129 @@
+/*
+ * A race test of the shared-memory algorithms' flag protocol: thousands of shm
+ * collectives back to back, every operation in turn, on two communicators used
+ * alternately (their segments apart), roots moving, sizes from 0 to several
+ * times the segment (run with a small COLLTUNE_SHM_BYTES: chunks and reused
+ * slots), every result checked exactly against values computed by hand. A rank
+ * that ran ahead into the next call, or wrote a slot before it was read, shows
+ * as a wrong value here. Prints "shm race: C calls, 0 failures" at rank 0.
+ *   mpiexec -n N test_shm_mpi [ITERATIONS]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "colltune.h"
+
+static int rank, nprocs, failures;
+
+static int val(int it, int r, int i) { return (it * 7919 + r * 131 + i * 17) % 100003; }
+
+static void fail(const char *what, int it, int i, int got, int want)
+{
+    if (failures++ < 10)
+        fprintf(stderr, "rank %d: %s, iteration %d, element %d: got %d, want %d\n", rank, what,
+                it, i, got, want);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    int iterations = argc > 1 ? atoi(argv[1]) : 2000, calls = 0;
+    MPI_Comm comms[2];
+    comms[0] = MPI_COMM_WORLD;
+    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
+    /* Counts in ints: 0, small, and up to 12 000 (48 KB, several 16 KB segments). */
+    static const int counts[] = {0, 1, 3, 64, 1000, 4099, 12000};
+    enum { NCOUNTS = sizeof counts / sizeof counts[0], MAXC = 12000 };
+    int n = nprocs;
+    int *a = malloc(sizeof(int) * (size_t)MAXC * (size_t)n);
+    int *b = malloc(sizeof(int) * (size_t)MAXC * (size_t)n);
+    ct_options o;
+    ct_options_init(&o);
+    o.algorithm = "shm";
+    for (int it = 0; it < iterations; it++) {
+        MPI_Comm comm = comms[it % 2];
+        int op = it % 8, count = counts[(it / 8) % NCOUNTS], root = (it / 3) % n;
+        if (op >= 3 && op <= 6 && count > MAXC / 4)
+            count /= 4; /* blocks per rank: keep the all-to-all buffers small */
+        int rc = MPI_SUCCESS;
+        switch (op) {
+        case 0: /* bcast */
+            for (int i = 0; i < count; i++)
+                a[i] = rank == root ? val(it, root, i) : -1;
+            rc = ct_bcast(a, count, MPI_INT, root, comm, &o);
+            for (int i = 0; i < count; i++)
+                if (a[i] != val(it, root, i))
+                    fail("bcast", it, i, a[i], val(it, root, i));
+            break;
+        case 1: /* allreduce */
+        case 2: /* reduce */
+            for (int i = 0; i < count; i++) {
+                a[i] = val(it, rank, i);
+                b[i] = -1;
+            }
+            rc = op == 1 ? ct_allreduce(a, b, count, MPI_INT, MPI_SUM, comm, &o)
+                         : ct_reduce(a, b, count, MPI_INT, MPI_SUM, root, comm, &o);
+            for (int i = 0; (op == 1 || rank == root) && i < count; i++) {
+                int s = 0;
+                for (int r = 0; r < n; r++)
+                    s += val(it, r, i);
+                if (b[i] != s)
+                    fail(op == 1 ? "allreduce" : "reduce", it, i, b[i], s);
+            }
+            break;
+        case 3: /* scatter */
+            for (int i = 0; rank == root && i < count * n; i++)
+                a[i] = val(it, i / (count ? count : 1), i % (count ? count : 1));
+            for (int i = 0; i < count; i++)
+                b[i] = -1;
+            rc = ct_scatter(a, count, MPI_INT, b, count, MPI_INT, root, comm, &o);
+            for (int i = 0; i < count; i++)
+                if (b[i] != val(it, rank, i))
+                    fail("scatter", it, i, b[i], val(it, rank, i));
+            break;
+        case 4: /* gather */
+        case 5: /* allgather */
+            for (int i = 0; i < count; i++)
+                a[i] = val(it, rank, i);
+            for (int i = 0; i < count * n; i++)
+                b[i] = -1;
+            rc = op == 4 ? ct_gather(a, count, MPI_INT, b, count, MPI_INT, root, comm, &o)
+                         : ct_allgather(a, count, MPI_INT, b, count, MPI_INT, comm, &o);
+            for (int i = 0; (op == 5 || rank == root) && i < count * n; i++)
+                if (b[i] != val(it, i / count, i % count))
+                    fail(op == 4 ? "gather" : "allgather", it, i, b[i],
+                         val(it, i / count, i % count));
+            break;
+        case 6: /* alltoall: block j of rank r holds val(it, r * n + j, i) */
+            for (int j = 0; j < n; j++)
+                for (int i = 0; i < count; i++) {
+                    a[j * count + i] = val(it, rank * n + j, i);
+                    b[j * count + i] = -1;
+                }
+            rc = ct_alltoall(a, count, MPI_INT, b, count, MPI_INT, comm, &o);
+            for (int r = 0; r < n; r++)
+                for (int i = 0; i < count; i++)
+                    if (b[r * count + i] != val(it, r * n + rank, i))
+                        fail("alltoall", it, i, b[r * count + i], val(it, r * n + rank, i));
+            break;
+        default:
+            rc = ct_barrier(comm, &o);
+            break;
+        }
+        if (rc != MPI_SUCCESS)
+            fail("call failed", it, -1, rc, MPI_SUCCESS);
+        calls++;
+    }
+    int all = 0;
+    MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("shm race: %d calls, %d failures\n", calls, all);
+    free(a);
+    free(b);
+    MPI_Comm_free(&comms[1]);
+    MPI_Finalize();
+    return all != 0;
+}
