@@ -818,6 +818,7 @@ static int prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry
         job->x.flags = st->shm_flags;
         job->x.flag_stride = FLAG_STRIDE;
         job->x.shm_rank = p->rank;
+        job->x.shm_size = (unsigned long long)(p->count * p->type_size);
         job->x.epoch = (++st->shm_seq) << 24;
     }
     if (!job->have_key || job->key_alg != e || memcmp(&key, &job->key_params, sizeof key)) {
@@ -860,8 +861,17 @@ static int setup_movement(const ct_call *c, comm_state *cs, ct_job *st, ct_param
     size_t block = recv ? (size_t)c->recvcount * (size_t)rsize
                         : (size_t)c->sendcount * (size_t)ssize;
     st->empty = block == 0;
-    if (st->empty)
-        return MPI_SUCCESS;
+    if (st->empty) {
+        if (!(e->info.flags & CT_ALG_SHARED_MEMORY))
+            return MPI_SUCCESS;
+        /* Shared memory: nothing to move, but the call is on the flags all the same (the
+         * others check its size, and the next call waits for it to be done). */
+        st->empty = 0;
+        byte_ctx(&st->x);
+        st->unpack_after = 0;
+        p->count = 0;
+        return prepare_schedule(cs, st, e, p);
+    }
     size_t all = block * (size_t)n;
     ct_exec_ctx x;
     byte_ctx(&x);
@@ -1077,9 +1087,10 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     job->unpack_after = 0;
     *ran = e->info.name;
     if (c->coll == CT_BCAST || c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE) {
-        job->empty = c->recvcount == 0 || x.type_size == 0;
+        job->empty = (c->recvcount == 0 || x.type_size == 0) &&
+                     !(e->info.flags & CT_ALG_SHARED_MEMORY); /* on the flags all the same */
         if (!job->empty) {
-            p.count = (size_t)c->recvcount;
+            p.count = x.type_size ? (size_t)c->recvcount : 0; /* zero-size type: no bytes */
             p.type_size = x.type_size;
             p.segcount = seg_ok ? ct_segcount_for(seg, x.type_size) : 0;
             p.in_place =
@@ -1184,7 +1195,9 @@ static int run_job(const ct_call *c, comm_state *st)
     if (rc != MPI_SUCCESS)
         return ct_raise_error(c->comm, rc, "%s/%s: failed (%s)", ct_coll_name(c->coll),
                               job->alg->info.name,
-                              rc == MPI_ERR_NO_MEM ? "out of memory" : "MPI error");
+                              rc == MPI_ERR_NO_MEM     ? "out of memory"
+                              : rc == MPI_ERR_TRUNCATE ? "the ranks' counts differ"
+                                                       : "MPI error");
     return MPI_SUCCESS;
 }
 

@@ -149,6 +149,17 @@ static _Atomic unsigned long long *flag_of(const ct_exec_ctx *c, int rank)
     return (_Atomic unsigned long long *)((char *)c->flags + (size_t)rank * c->flag_stride);
 }
 
+/* The word beside a rank's flag: the call's number (24 bits) and bytes (40 bits). */
+static _Atomic unsigned long long *size_of(const ct_exec_ctx *c, int rank)
+{
+    return flag_of(c, rank) + 1;
+}
+
+static unsigned long long size_word(const ct_exec_ctx *c)
+{
+    return ((c->epoch >> 24) & 0xffffff) << 40 | (c->shm_size & ((1ULL << 40) - 1));
+}
+
 /* Whether peer has passed step of this call (CT_STEP_PREV: is done with the last). */
 static int flag_reached(const ct_exec_ctx *c, int peer, unsigned step)
 {
@@ -175,6 +186,7 @@ static int end_round(ct_exec_run *x, int blocking, int *stalled)
             rc = local_copy(c, region(x->bases, c, &o->a), region(x->bases, c, &o->b),
                             o->a.count, &x->w->scratch, &x->w->scratch_len);
         } else if (o->kind == CT_OP_SIGNAL) {
+            atomic_store_explicit(size_of(c, c->shm_rank), size_word(c), memory_order_relaxed);
             atomic_store_explicit(flag_of(c, c->shm_rank), c->epoch | o->a.off,
                                   memory_order_release);
         } else if (o->kind == CT_OP_WAIT) {
@@ -187,6 +199,18 @@ static int end_round(ct_exec_run *x, int blocking, int *stalled)
                     sched_yield();
                 else
                     cpu_relax();
+            }
+            /* The peer's bytes, when its word is still this call's (a peer already in a
+             * later call passed this one). */
+            unsigned long long theirs = atomic_load_explicit(size_of(c, o->peer),
+                                                             memory_order_relaxed);
+            if (o->a.off != CT_STEP_PREV && theirs >> 40 == size_word(c) >> 40 &&
+                theirs != size_word(c)) {
+                atomic_store_explicit(size_of(c, c->shm_rank), size_word(c),
+                                      memory_order_relaxed);
+                atomic_store_explicit(flag_of(c, c->shm_rank), c->epoch | CT_STEP_DONE,
+                                      memory_order_release);
+                rc = MPI_ERR_TRUNCATE;
             }
         }
     }

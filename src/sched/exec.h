@@ -25,6 +25,11 @@ typedef struct ct_exec_ctx {
     size_t flag_stride;
     int shm_rank;
     unsigned long long epoch;
+    /* Bytes of this call (the message, vector or block): every rank's must be equal. Each
+     * SIGNAL publishes it beside the flag (with the call's number), each WAIT compares the
+     * peer's: a mismatch is MPI_ERR_TRUNCATE on the rank that sees it, which then raises its
+     * flag past the call so that no rank hangs on it. */
+    unsigned long long shm_size;
 } ct_exec_ctx;
 
 /* Fills the datatype fields of ctx. */

@@ -396,6 +396,36 @@ int main(int argc, char **argv)
 
     movement_errors(&o);
 
+    /* Shared memory with counts that differ between ranks: an error where it is seen
+     * (MPI_ERR_TRUNCATE), no hang, no write past the smaller buffer; then a correct call. */
+    if (nprocs > 1) {
+        ct_options_init(&o);
+        o.algorithm = "shm";
+        int last = rank == nprocs - 1, big[8];
+        for (int i = 0; i < 8; i++)
+            big[i] = rank == 0 ? 100 + i : -1;
+        int rc = ct_bcast(big, last ? 4 : 8, MPI_INT, 0, MPI_COMM_WORLD, &o);
+        if (last) {
+            expect("shm bcast, one rank's count smaller", rc, MPI_ERR_TRUNCATE, NULL);
+            if (big[4] != -1) {
+                failures++;
+                fprintf(stderr, "FAIL rank %d: shm bcast wrote past its count\n", rank);
+            }
+        }
+        rc = ct_allreduce(buf, out, rank == 0 ? 6 : 8, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &o);
+        expect("shm allreduce, rank 0's count smaller", rc, MPI_ERR_TRUNCATE, NULL);
+        for (int i = 0; i < 8; i++)
+            big[i] = rank == 0 ? 200 + i : -1;
+        rc = ct_bcast(big, 8, MPI_INT, 0, MPI_COMM_WORLD, &o);
+        for (int i = 0; i < 8; i++)
+            if (rc != MPI_SUCCESS || big[i] != 200 + i) {
+                failures++;
+                fprintf(stderr, "FAIL rank %d: shm bcast after the mismatch: rc %d, [%d] = %d\n",
+                        rank, rc, i, big[i]);
+                break;
+            }
+    }
+
     /* Still usable after all that, and count 0 is fine. */
     for (int i = 0; i < 8; i++)
         buf[i] = rank + i;
