@@ -59,7 +59,7 @@ build() { # name mpicc
     if ! grep -qxF "MPI_C_COMPILER:FILEPATH=$mpicc" "$dir/CMakeCache.txt" 2>/dev/null; then
         rm -rf "$dir"
         say "configuring $dir with $mpicc"
-        quiet cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        quiet cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCOLLTUNE_WERROR=ON \
             -DMPI_C_COMPILER="$mpicc" -DMPIEXEC_EXECUTABLE="$(dirname "$mpicc")/mpiexec"
     fi
     say "building $dir"

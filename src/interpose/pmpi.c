@@ -88,7 +88,7 @@ static void read_env(void)
 {
     for (int c = 0; c < CT_NCOLL; c++) {
         char var[64];
-        snprintf(var, sizeof var, "COLLTUNE_%s_ALGORITHM", upper_name((ct_coll)c));
+        snprintf(var, sizeof var, "COLLTUNE_%.15s_ALGORITHM", upper_name((ct_coll)c));
         const char *v = getenv(var);
         if (v && *v) {
             forced_alg[c].algorithm = v;
