@@ -25,7 +25,7 @@ for kind in asan tsan; do
     esac
     dir=build/$kind-$name
     if [ ! -f "$dir/CMakeCache.txt" ]; then
-        quiet cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug -DCOLLTUNE_SANITIZE=$san \
+        quiet cmake -S . -B "$dir" "${gen[@]}" -DCMAKE_BUILD_TYPE=Debug -DCOLLTUNE_SANITIZE=$san -DCOLLTUNE_WERROR=ON \
             -DMPI_C_COMPILER="$mpicc" -DMPIEXEC_EXECUTABLE="$(dirname "$mpicc")/mpiexec" \
             -DCOLLTUNE_TEST_NPROCS="1;3;4;7" -DCOLLTUNE_NBC_NPROCS="2;5;8" \
             -DCOLLTUNE_DYN_NPROCS="2;5;8"
