@@ -179,13 +179,16 @@ static void check_case(const ct_algorithm_info *a, const dtype *d, MPI_Op op, co
     }
     rc = run_ct(a, d, op, root, count, in_place, in, got, bytes, &o);
     /* The same call again on other buffers: a repeated call takes the fast path (the
-     * communicator's job reused as it is) and must take the new buffers. */
-    char *again = alloc_buf(d, count);
-    int rc2 = run_ct(a, d, op, root, count, in_place, in, again, bytes, &o);
-    if (rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && memcmp(got, again, bytes) != 0)
-        report(ct_coll_name(a->coll), a->name, d, opname, root, count, seg, in_place,
-               "a repeated call on other buffers gave another result");
-    free(again);
+     * communicator's job reused as it is) and must take the new buffers. The path does
+     * not depend on the size: small counts only, for the test's time. */
+    if (count <= 4096) {
+        char *again = alloc_buf(d, count);
+        int rc2 = run_ct(a, d, op, root, count, in_place, in, again, bytes, &o);
+        if (rc == MPI_SUCCESS && rc2 == MPI_SUCCESS && memcmp(got, again, bytes) != 0)
+            report(ct_coll_name(a->coll), a->name, d, opname, root, count, seg, in_place,
+                   "a repeated call on other buffers gave another result");
+        free(again);
+    }
     if (rc_native != MPI_SUCCESS) {
         report(ct_coll_name(a->coll), a->name, d, opname, root, count, seg, in_place,
                "native collective failed (test set-up error)");
