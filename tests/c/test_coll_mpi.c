@@ -211,6 +211,20 @@ static void check_case(const ct_algorithm_info *a, const dtype *d, MPI_Op op, co
     free(got);
 }
 
+/* Whether every rank of MPI_COMM_WORLD shares one node: the shared-memory algorithms
+ * serve only such communicators (across the test bed's hosts they are refused). */
+static int world_on_one_node(void)
+{
+    MPI_Comm node;
+    int n = 0, all, min = 0;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &n);
+    MPI_Comm_free(&node);
+    all = n == nprocs;
+    MPI_Allreduce(&all, &min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return min;
+}
+
 int main(int argc, char **argv)
 {
     int provided;
@@ -262,12 +276,27 @@ int main(int argc, char **argv)
     int roots[3] = {0, nprocs - 1, nprocs / 2}, nroots = 3;
     if (nprocs <= 2)
         nroots = nprocs;
+    int one_node = world_on_one_node();
     for (int ai = 0; ai < ct_algorithm_count(); ai++) {
         const ct_algorithm_info *a = ct_algorithm_get(ai);
         if (a->coll != CT_BCAST && a->coll != CT_REDUCE && a->coll != CT_ALLREDUCE)
             continue; /* the data-movement collectives and barrier: test_move_mpi */
         if (only && strcmp(a->name, only) != 0)
             continue;
+        if ((a->flags & CT_ALG_SHARED_MEMORY) && !one_node) {
+            /* Refused, with an error, where the ranks do not share one node. */
+            if (a->coll == CT_BCAST) {
+                int buf = 0;
+                ct_options so;
+                ct_options_init(&so);
+                so.algorithm = a->name;
+                int rc = ct_bcast(&buf, 1, MPI_INT, 0, MPI_COMM_WORLD, &so);
+                if (!same_everywhere(rc != MPI_SUCCESS))
+                    report("bcast", a->name, &dtypes[0], "-", 0, 1, 0, 0,
+                           "not refused on ranks that do not share one node");
+            }
+            continue;
+        }
         /* Parts of the hierarchical algorithms: the defaults, then another pair. */
         static const char *const alt[][2] = {[CT_BCAST] = {"chain", "scatter_allgather"},
                                              [CT_REDUCE] = {"chain", "linear"},

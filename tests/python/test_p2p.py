@@ -68,6 +68,8 @@ def test_machine_layers_choose_pairs_and_ctrl_c_keeps_what_was_measured(tmp_path
             {"layer": 0, "latency_us": 0.4, "pairs": [[0, 1]], "representative": [0, 1]},
             {"layer": 1, "latency_us": 0.9, "pairs": [[1, 0]], "representative": [1, 0]}]}))
     out = tmp_path / "p2p.json"
+    # A progress line at every step (off a terminal they are sparse): the cue to interrupt.
+    env = {**env, "COLLTUNE_PROGRESS_INTERVAL": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "colltune.cli", "p2p", "--machine",
                              str(machine), "--mpi", "mpich", "-o", str(out)], env=env,
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
