@@ -122,11 +122,16 @@ static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static atomic_int held_comms, held_types; /* what pending jobs hold (ct_handles_held) */
 
-static void state_unref(comm_state *st)
+/* Drops a reference; the last frees the state. collective: the caller is the attribute's
+ * deletion (MPI_Comm_free or MPI_Finalize, on every rank at once), where the segment's
+ * window, whose free is collective, can go too; after a non-blocking job outlived the
+ * communicator the ranks release at different moments, and the window is left to
+ * MPI_Finalize rather than risk a rank blocking in MPI_Win_free while others need it. */
+static void state_unref(comm_state *st, int collective)
 {
     if (atomic_fetch_sub(&st->refs, 1) != 1)
         return;
-    if (st->shm_state > 0) {
+    if (st->shm_state > 0 && collective) {
         PMPI_Win_free(&st->shm_win);
         PMPI_Comm_free(&st->shm_comm);
     }
@@ -215,7 +220,7 @@ static int shm_setup(comm_state *st, int size, int rank)
 static int state_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm, (void)keyval, (void)extra;
-    state_unref(attr);
+    state_unref(attr, 1);
     return MPI_SUCCESS;
 }
 
@@ -450,7 +455,7 @@ void ct_job_release(ct_job *job)
         comm_state *st = job->state;
         job->state = NULL;
         atomic_fetch_sub(&held_comms, 1);
-        state_unref(st);
+        state_unref(st, 0);
     }
 }
 

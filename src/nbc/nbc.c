@@ -883,9 +883,9 @@ int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
             r->has_upper = 1;
         } else if (split_schedule(r, shape, height, split)) {
             free(height);
-            r->freed_next = NULL;
             ct_job_release(&r->job);
-            PMPI_Errhandler_free(&r->errh);
+            if (r->errh != MPI_ERRHANDLER_NULL)
+                PMPI_Errhandler_free(&r->errh);
             req_free(r);
             return ct_raise_error(c->comm, MPI_ERR_NO_MEM, "%s: out of memory",
                                   ct_coll_name(c->coll));
@@ -895,7 +895,8 @@ int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
     if ((rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, &r->greq)) !=
         MPI_SUCCESS) {
         ct_job_release(&r->job);
-        PMPI_Errhandler_free(&r->errh);
+        if (r->errh != MPI_ERRHANDLER_NULL)
+            PMPI_Errhandler_free(&r->errh);
         req_free(r);
         return rc;
     }
