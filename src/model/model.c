@@ -3,6 +3,7 @@
 #include "coll/registry.h"
 #include "colltune.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,7 +82,47 @@ static const char *check_table(const ct_cost_table *c)
     }
     if (c->nlocal > 0 && (!c->local_bytes || !c->copy_us || !c->reduce_us))
         return "cost table: local sizes without their costs";
+    if (c->nconc > 0) {
+        if (!c->conc_pairs || !c->oneway_conc_us)
+            return "cost table: concurrent pair counts without their times";
+        for (int j = 0; j < c->nconc; j++) {
+            if (c->conc_pairs[j] < 1 || (j && c->conc_pairs[j] <= c->conc_pairs[j - 1]))
+                return "cost table: concurrent pair counts do not ascend from 1";
+            for (int i = 0; i < c->npoints; i++)
+                if (!(c->oneway_conc_us[(size_t)j * (size_t)c->npoints + i] >= 0))
+                    return "cost table: negative concurrent one-way time";
+        }
+    }
     return NULL;
+}
+
+static int has_contention(const ct_cost_table *c)
+{
+    return c && c->nconc > 0 && c->conc_pairs && c->oneway_conc_us;
+}
+
+double ct_contention_factor(const ct_cost_table *c, double m, double k)
+{
+    if (!has_contention(c) || k <= 1)
+        return 1;
+    const double *kk = c->conc_pairs;
+    size_t np = (size_t)c->npoints;
+    int j = kk[0] <= 1 ? 1 : 0; /* the first count above one pair */
+    double x0 = 1, y0 = j ? ct_cost_at(c, c->oneway_conc_us, m) : ct_cost_at(c, c->oneway_us, m);
+    if (j >= c->nconc || !(y0 > 0))
+        return 1; /* only one pair measured, or no time to stretch */
+    double ref = y0, t = y0;
+    for (; j < c->nconc; j++) {
+        double x1 = kk[j], y1 = ct_cost_at(c, c->oneway_conc_us + (size_t)j * np, m);
+        if (k <= x1 || j == c->nconc - 1) { /* between, or beyond the last: its segment */
+            t = y0 + (y1 - y0) * (k - x0) / (x1 - x0);
+            break;
+        }
+        x0 = x1;
+        y0 = y1;
+    }
+    double f = t / ref;
+    return f > 1 ? f : 1;
 }
 
 static double local_cost(const ct_cost_table *c, const double *column, double m)
@@ -101,6 +142,8 @@ typedef struct msg_end {
     double bytes;
     double xfer;   /* send: when its data starts to move (after any wait for the
                       node's link); -1 until known */
+    long id;       /* send: the message's number in posting order (the same in
+                      every pass of a replay) */
 } msg_end;
 
 typedef struct channel {
@@ -208,6 +251,14 @@ typedef struct rank_state {
     int nsignals, cap_signals;
 } rank_state;
 
+/* Where and when one message's data moved (contention, see model.h). */
+typedef struct xfer_rec {
+    double begin, end; /* [x, x + T']; end < begin: not moved (yet) */
+    double bytes;
+    int res[2];        /* its resources, -1 for none */
+    const ct_cost_table *lc;
+} xfer_rec;
+
 /* The busy intervals of one node's link to the other nodes, in start order. */
 typedef struct link_use {
     double *begin, *end;
@@ -218,8 +269,12 @@ typedef struct replay {
     const ct_cost_table *c;      /* the intra-node layer (and the local costs) */
     const ct_cost_table *inter;  /* between nodes; NULL: c everywhere */
     const int *node_of;
-    link_use *links;             /* per node, when inter is used */
-    int nnodes;
+    link_use *links;             /* per node, when inter is used without contention */
+    int nnodes;                  /* with a layout; else 0 */
+    int track;                   /* record every transfer (contention) */
+    const double *stretch;       /* per message: T' / T of this pass; NULL: 1 */
+    xfer_rec *recs;              /* per message, when tracking */
+    long nrecs, cap_recs;
     int n;
     ct_sched *const *scheds;
     double esz;
@@ -240,6 +295,34 @@ static const ct_cost_table *layer(const replay *R, int a, int b)
     return crosses(R, a, b) ? R->inter : R->c;
 }
 
+/* The one-way time of message se in this pass: T, stretched by its contention. */
+static double oneway_of(const replay *R, const ct_cost_table *lc, const msg_end *se)
+{
+    double t = ct_cost_at(lc, lc->oneway_us, se->bytes);
+    return R->stretch ? t * R->stretch[se->id] : t;
+}
+
+/* Records where and when the data of se (from -> to) moved, starting at x. */
+static void record_xfer(replay *R, int from, int to, const msg_end *se, double x,
+                        const ct_cost_table *lc)
+{
+    if (!R->track || se->id >= R->nrecs)
+        return;
+    xfer_rec *r = &R->recs[se->id];
+    r->begin = x;
+    r->end = x + oneway_of(R, lc, se);
+    r->bytes = se->bytes;
+    r->lc = lc;
+    int nn = R->nnodes > 0 ? R->nnodes : 1;
+    if (crosses(R, from, to)) {
+        r->res[0] = nn + R->node_of[from];     /* its node's way out */
+        r->res[1] = 2 * nn + R->node_of[to];   /* the other node's way in */
+    } else {
+        r->res[0] = R->node_of ? R->node_of[from] : 0;
+        r->res[1] = -1;
+    }
+}
+
 /* When the data of send se (from -> to, of layer lc) starts to move, given that it
  * could from `ready` on. Messages between nodes share their node's link: each
  * occupies it for its gap g(m) (its size over the link's bandwidth for large
@@ -252,6 +335,7 @@ static double xfer_start(replay *R, int from, int to, msg_end *se, double ready,
         return se->xfer;
     if (!R->links || !crosses(R, from, to)) {
         se->xfer = ready;
+        record_xfer(R, from, to, se, ready, lc);
         return ready;
     }
     link_use *L = &R->links[R->node_of[from]];
@@ -282,6 +366,7 @@ static double xfer_start(replay *R, int from, int to, msg_end *se, double ready,
     L->end[at] = t + d;
     L->n++;
     se->xfer = t;
+    record_xfer(R, from, to, se, t, lc);
     return t;
 }
 
@@ -328,9 +413,22 @@ static int post_round(replay *R, int rank)
             if (!on_link)
                 s->link = start + po->g;
             po->index = ch->nsends;
+            long id = R->res->messages;
             if (push_end(&ch->sends, &ch->nsends, &ch->cap_sends,
-                         (msg_end){.t = start, .bytes = bytes, .xfer = -1}))
+                         (msg_end){.t = start, .bytes = bytes, .xfer = -1, .id = id}))
                 return -1;
+            if (R->track) {
+                if (id >= R->cap_recs) {
+                    long ncap = R->cap_recs ? 2 * R->cap_recs : 256;
+                    xfer_rec *nr = realloc(R->recs, (size_t)ncap * sizeof *nr);
+                    if (!nr)
+                        return -1;
+                    R->recs = nr;
+                    R->cap_recs = ncap;
+                }
+                R->recs[id] = (xfer_rec){.begin = 0, .end = -1, .res = {-1, -1}};
+                R->nrecs = id + 1;
+            }
         } else {
             po->index = ch->nrecvs;
             if (push_end(&ch->recvs, &ch->nrecvs, &ch->cap_recvs,
@@ -382,7 +480,7 @@ static int finish_round(replay *R, int rank, arrival *arr)
                 double x = xfer_start(R, rank, op->peer, se, se->t > rp ? se->t : rp, lc);
                 if (x < 0)
                     return -1;
-                done = x + ct_cost_at(lc, lc->oneway_us, se->bytes);
+                done = x + oneway_of(R, lc, se);
             } else {
                 double x = xfer_start(R, rank, op->peer, se, se->t, lc);
                 if (x < 0)
@@ -401,8 +499,7 @@ static int finish_round(replay *R, int rank, arrival *arr)
             if ((start = xfer_start(R, op->peer, rank, se, start, lc)) < 0)
                 return -1;
             double orr = ct_cost_at(lc, lc->or_us, m);
-            arr[narr++] = (arrival){.ready = start + ct_cost_at(lc, lc->oneway_us, m) - orr,
-                                    .or_us = orr};
+            arr[narr++] = (arrival){.ready = start + oneway_of(R, lc, se) - orr, .or_us = orr};
         }
     }
     qsort(arr, (size_t)narr, sizeof *arr, by_ready);
@@ -462,33 +559,22 @@ int ct_model_run(const ct_cost_table *costs, int n, ct_sched *const *scheds, siz
     return ct_model_run_layers(costs, NULL, NULL, n, scheds, elem_size, res);
 }
 
-int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
-                        const int *node_of, int n, ct_sched *const *scheds, size_t elem_size,
-                        ct_model_result *res)
+/* One replay of the schedules (R's tables, layout and stretch set): per-rank
+ * finishes into res. 0 or -1 with res->error. */
+static int replay_pass(replay *R, ct_model_result *res)
 {
+    int n = R->n;
+    ct_sched *const *scheds = R->scheds;
     res->total_us = 0;
     res->messages = 0;
-    res->error[0] = 0;
-    const char *bad = check_table(costs);
-    const char *bad_inter = !bad && inter && node_of ? check_table(inter) : NULL;
-    if (bad_inter) {
-        snprintf(res->error, sizeof res->error, "inter-node %s", bad_inter);
-        return -1;
-    }
-    if (bad || n < 1) {
-        snprintf(res->error, sizeof res->error, "%s", bad ? bad : "no rank");
-        return -1;
-    }
-    replay R = {.c = costs, .inter = node_of ? inter : NULL, .node_of = node_of, .n = n,
-                .scheds = scheds, .esz = (double)elem_size, .res = res};
-    R.st = calloc((size_t)n, sizeof *R.st);
-    if (R.inter) {
-        for (int r = 0; r < n; r++)
-            if (node_of[r] + 1 > R.nnodes)
-                R.nnodes = node_of[r] + 1;
-        R.links = calloc((size_t)R.nnodes, sizeof *R.links);
-        if (!R.links) {
-            free(R.st);
+    R->nrecs = 0;
+    memset(&R->map, 0, sizeof R->map);
+    R->st = calloc((size_t)n, sizeof *R->st);
+    R->links = NULL;
+    if (R->inter && !has_contention(R->inter)) {
+        R->links = calloc((size_t)R->nnodes, sizeof *R->links);
+        if (!R->links) {
+            free(R->st);
             snprintf(res->error, sizeof res->error, "out of memory");
             return -1;
         }
@@ -500,7 +586,7 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
                 maxlen = ct_sched_round_len(scheds[r], k);
     arrival *arr = malloc((size_t)maxlen * sizeof *arr);
     int rc = 0, left = n;
-    if (!R.st || !arr) {
+    if (!R->st || !arr) {
         rc = -1;
         snprintf(res->error, sizeof res->error, "out of memory");
         goto out;
@@ -511,15 +597,15 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
     while (left > 0) {
         int progress = 0;
         for (int r = 0; r < n; r++) {
-            rank_state *s = &R.st[r];
+            rank_state *s = &R->st[r];
             while (s->round < scheds[r]->nrounds) {
-                if (!s->posted && post_round(&R, r)) {
+                if (!s->posted && post_round(R, r)) {
                     rc = -1;
                     snprintf(res->error, sizeof res->error, "out of memory");
                     goto out;
                 }
                 int was_local = s->in_local, was_at = s->local;
-                int f = finish_round(&R, r, arr);
+                int f = finish_round(R, r, arr);
                 if (f < 0) {
                     rc = -1;
                     snprintf(res->error, sizeof res->error, "out of memory");
@@ -537,10 +623,10 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
         }
         if (!progress) {
             for (int r = 0; r < n; r++)
-                if (R.st[r].round < scheds[r]->nrounds) {
+                if (R->st[r].round < scheds[r]->nrounds) {
                     snprintf(res->error, sizeof res->error,
                              "rank %d waits forever in round %d (a message is never sent or "
-                             "never received)", r, R.st[r].round);
+                             "never received)", r, R->st[r].round);
                     break;
                 }
             rc = -1;
@@ -549,24 +635,208 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
     }
     for (int r = 0; r < n; r++) {
         if (res->rank_us)
-            res->rank_us[r] = R.st[r].clock;
-        if (R.st[r].clock > res->total_us)
-            res->total_us = R.st[r].clock;
+            res->rank_us[r] = R->st[r].clock;
+        if (R->st[r].clock > res->total_us)
+            res->total_us = R->st[r].clock;
     }
 out:
-    if (R.st)
+    if (R->st)
         for (int r = 0; r < n; r++) {
-            free(R.st[r].ops);
-            free(R.st[r].signals);
+            free(R->st[r].ops);
+            free(R->st[r].signals);
         }
-    free(R.st);
+    free(R->st);
+    R->st = NULL;
     free(arr);
-    map_free(&R.map);
-    for (int k = 0; R.links && k < R.nnodes; k++) {
-        free(R.links[k].begin);
-        free(R.links[k].end);
+    map_free(&R->map);
+    memset(&R->map, 0, sizeof R->map);
+    for (int k = 0; R->links && k < R->nnodes; k++) {
+        free(R->links[k].begin);
+        free(R->links[k].end);
     }
-    free(R.links);
+    free(R->links);
+    R->links = NULL;
+    return rc;
+}
+
+/* One transfer's use of one resource, and the events of a resource's intervals. */
+typedef struct use {
+    int res;
+    long msg;
+} use;
+
+typedef struct edge {
+    double t;
+    int delta; /* +1 begin, -1 end */
+} edge;
+
+static int by_res(const void *a, const void *b)
+{
+    const use *x = a, *y = b;
+    return (x->res > y->res) - (x->res < y->res);
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const edge *x = a, *y = b;
+    return (x->t > y->t) - (x->t < y->t);
+}
+
+/* The integral, from the first event to t, of the number of intervals open: A(t). */
+static double open_integral(const edge *e, const double *cum, const int *opn, int ne, double t)
+{
+    int lo = 0, hi = ne - 1; /* the last event at or before t */
+    if (ne == 0 || t <= e[0].t)
+        return 0;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (e[mid].t <= t)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return cum[lo] + opn[lo] * (t - e[lo].t);
+}
+
+/* The concurrency of every recorded transfer (model.h): its resources' time-weighted
+ * number of open intervals during its own, the larger of the two; into conc[msg]. */
+static int concurrency(const replay *R, double *conc)
+{
+    long m = R->nrecs, nu = 0;
+    use *u = malloc((size_t)(2 * m + 1) * sizeof *u);
+    edge *e = malloc((size_t)(4 * m + 1) * sizeof *e);
+    double *cum = malloc((size_t)(4 * m + 1) * sizeof *cum);
+    int *opn = malloc((size_t)(4 * m + 1) * sizeof *opn);
+    if (!u || !e || !cum || !opn) {
+        free(u);
+        free(e);
+        free(cum);
+        free(opn);
+        return -1;
+    }
+    for (long i = 0; i < m; i++) {
+        conc[i] = 1;
+        const xfer_rec *r = &R->recs[i];
+        if (!(r->end > r->begin))
+            continue; /* took no time: no contention, none caused */
+        for (int k = 0; k < 2; k++)
+            if (r->res[k] >= 0)
+                u[nu++] = (use){r->res[k], i};
+    }
+    qsort(u, (size_t)nu, sizeof *u, by_res);
+    for (long a = 0, b; a < nu; a = b) {
+        for (b = a; b < nu && u[b].res == u[a].res; b++)
+            ;
+        int ne = 0;
+        for (long i = a; i < b; i++) {
+            e[ne++] = (edge){R->recs[u[i].msg].begin, +1};
+            e[ne++] = (edge){R->recs[u[i].msg].end, -1};
+        }
+        qsort(e, (size_t)ne, sizeof *e, by_time);
+        int open = 0;
+        cum[0] = 0;
+        for (int k = 0; k < ne; k++) {
+            if (k)
+                cum[k] = cum[k - 1] + open * (e[k].t - e[k - 1].t);
+            open += e[k].delta;
+            opn[k] = open;
+        }
+        for (long i = a; i < b; i++) {
+            const xfer_rec *r = &R->recs[u[i].msg];
+            double c = (open_integral(e, cum, opn, ne, r->end) -
+                        open_integral(e, cum, opn, ne, r->begin)) /
+                       (r->end - r->begin);
+            if (c > conc[u[i].msg])
+                conc[u[i].msg] = c;
+        }
+    }
+    free(u);
+    free(e);
+    free(cum);
+    free(opn);
+    return 0;
+}
+
+int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
+                        const int *node_of, int n, ct_sched *const *scheds, size_t elem_size,
+                        ct_model_result *res)
+{
+    res->total_us = 0;
+    res->messages = 0;
+    res->error[0] = 0;
+    res->passes = 0;
+    res->converged = 0;
+    const char *bad = check_table(costs);
+    const char *bad_inter = !bad && inter && node_of ? check_table(inter) : NULL;
+    if (bad_inter) {
+        snprintf(res->error, sizeof res->error, "inter-node %s", bad_inter);
+        return -1;
+    }
+    if (bad || n < 1) {
+        snprintf(res->error, sizeof res->error, "%s", bad ? bad : "no rank");
+        return -1;
+    }
+    replay R = {.c = costs, .inter = node_of ? inter : NULL, .node_of = node_of, .n = n,
+                .scheds = scheds, .esz = (double)elem_size, .res = res};
+    if (node_of)
+        for (int r = 0; r < n; r++)
+            if (node_of[r] + 1 > R.nnodes)
+                R.nnodes = node_of[r] + 1;
+    R.track = has_contention(costs) || has_contention(R.inter);
+    int rc = replay_pass(&R, res);
+    res->passes = 1;
+    res->converged = 1;
+    if (rc || !R.track) {
+        free(R.recs);
+        return rc;
+    }
+    /* Contention: replay again with the factors of the last pass's overlaps until they
+     * settle (model.h). */
+    long m = R.nrecs;
+    double *conc = malloc((size_t)(m + 1) * sizeof *conc);
+    double *used = malloc((size_t)(m + 1) * sizeof *used);
+    double *stretch = malloc((size_t)(m + 1) * sizeof *stretch);
+    res->converged = 0;
+    if (!conc || !used || !stretch) {
+        rc = -1;
+        snprintf(res->error, sizeof res->error, "out of memory");
+        goto done;
+    }
+    for (long i = 0; i < m; i++)
+        used[i] = 1, stretch[i] = 1;
+    R.stretch = stretch;
+    for (int pass = 1; pass < CT_MODEL_MAX_PASSES; pass++) {
+        if (R.nrecs != m || concurrency(&R, conc)) {
+            rc = -1;
+            snprintf(res->error, sizeof res->error, R.nrecs != m ? "model: passes differ"
+                                                                  : "out of memory");
+            goto done;
+        }
+        double change = 0;
+        for (long i = 0; i < m; i++) {
+            /* damped after the fourth pass: an alternation settles in between */
+            double c = pass > 4 ? 0.5 * (used[i] + conc[i]) : conc[i];
+            const xfer_rec *r = &R.recs[i];
+            double f = r->lc ? ct_contention_factor(r->lc, r->bytes, c) : 1;
+            double d = f > stretch[i] ? f - stretch[i] : stretch[i] - f;
+            if (d > change)
+                change = d;
+            used[i] = c;
+            stretch[i] = f;
+        }
+        if (change <= CT_MODEL_FACTOR_TOLERANCE) { /* this pass ran with its own factors */
+            res->converged = 1;
+            break;
+        }
+        if ((rc = replay_pass(&R, res)))
+            goto done;
+        res->passes = pass + 1;
+    }
+done:
+    free(conc);
+    free(used);
+    free(stretch);
+    free(R.recs);
     return rc;
 }
 
@@ -639,12 +909,38 @@ int ct_model_predict_named(const ct_cost_table *costs, const char *op, const cha
                                         err, errlen);
 }
 
+/* A table as callers built it before the contention fields: those read as zero. */
+static ct_cost_table without_contention(const ct_cost_table *c)
+{
+    ct_cost_table t = {0};
+    memcpy(&t, c, offsetof(ct_cost_table, nconc));
+    return t;
+}
+
 int ct_model_predict_nodes_named(const ct_cost_table *costs, const ct_cost_table *inter,
                                  const int *node_of, const char *op, const char *alg,
                                  const char *intra_part, const char *inter_part, int n,
                                  int root, long long count, int type_size,
                                  long long segsize_bytes, int radix, double *total_us,
                                  double *rank_us, char *err, int errlen)
+{
+    ct_cost_table c = {0}, x = {0};
+    if (costs)
+        c = without_contention(costs);
+    if (inter)
+        x = without_contention(inter);
+    return ct_model_predict_contention_named(costs ? &c : NULL, inter ? &x : NULL, node_of, op,
+                                             alg, intra_part, inter_part, n, root, count,
+                                             type_size, segsize_bytes, radix, total_us, rank_us,
+                                             err, errlen);
+}
+
+int ct_model_predict_contention_named(const ct_cost_table *costs, const ct_cost_table *inter,
+                                      const int *node_of, const char *op, const char *alg,
+                                      const char *intra_part, const char *inter_part, int n,
+                                      int root, long long count, int type_size,
+                                      long long segsize_bytes, int radix, double *total_us,
+                                      double *rank_us, char *err, int errlen)
 {
     ct_model_result res = {.rank_us = rank_us};
     int coll = ct_coll_from_name(op);

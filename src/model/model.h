@@ -25,6 +25,29 @@
  * REDUCEs and COPYs (costed from the local table) before the next round.
  * Costs are interpolated linearly in message size between measured points,
  * the first point's value below it and the last point's cost per byte above.
+ *
+ * Contention (optional: nconc = 0 gives the model without it, exactly). The
+ * transfer of a message occupies [x, x + T'(m)] on its resources, x when its
+ * data starts to move: a message inside a node uses that node (the sender's
+ * node; every rank is on node 0 without a layout), a message between nodes
+ * uses its sending node's outgoing link and its receiving node's incoming
+ * link. Its concurrency c on a resource is the time-weighted mean number of
+ * transfers on that resource during its own interval, itself included (k
+ * transfers over the same interval: c = k; one that overlaps another for half
+ * its time: 1.5), and c of the message is the larger of its resources'. Its
+ * one-way time becomes T'(m) = T(m) F(c, m), where F is the measured per-pair
+ * one-way time of c concurrent pairs over that of one pair (oneway_conc_us at
+ * conc_pairs, interpolated linearly in c between the measured counts and
+ * extrapolated linearly beyond the last two; the one-pair reference is the
+ * row at count 1 when measured, else oneway_us), never below 1. The table
+ * that prices the message (intra or inter layer) gives F. Since T' moves the
+ * intervals, the replay is repeated, each pass taking c from the intervals
+ * of the pass before (the first pass without contention), until the factors
+ * no longer change (at most CT_MODEL_MAX_PASSES passes, damped after the
+ * fourth so that alternating solutions settle in between). An inter layer
+ * with contention data replaces the shared sending link of above (its
+ * measured factor already contains the link's sharing); without it the link
+ * queue stays as it is.
  */
 #ifndef CT_MODEL_H
 #define CT_MODEL_H
@@ -49,13 +72,27 @@ typedef struct ct_cost_table {
     int nlocal;                  /* 0: local operations cost nothing */
     const double *local_bytes;
     const double *copy_us, *reduce_us;
+    /* Contention (see above); nconc = 0: none. Appended last: callers that
+     * built the table before these fields existed go through
+     * ct_model_predict_nodes_named, which reads only the fields above. */
+    int nconc;
+    const double *conc_pairs;    /* ascending counts of concurrent pairs, >= 1 */
+    const double *oneway_conc_us; /* nconc x npoints, row j = per-pair one-way
+                                     time with conc_pairs[j] pairs at once */
 } ct_cost_table;
+
+/* The replays stop once no factor moves by more than the tolerance, or after
+ * CT_MODEL_MAX_PASSES (converged 0: the last pass's result). */
+enum { CT_MODEL_MAX_PASSES = 64 };
+#define CT_MODEL_FACTOR_TOLERANCE 1e-6
 
 typedef struct ct_model_result {
     double total_us;             /* the last rank's finish */
     double *rank_us;             /* caller's array of n finishes, or NULL */
     long messages;               /* messages replayed */
     char error[160];
+    int passes;                  /* replays run: 1 without contention */
+    int converged;               /* the contention factors settled (1 without) */
 } ct_model_result;
 
 /* Replays the n schedules (one per rank) of one collective call; element
@@ -93,13 +130,27 @@ int ct_model_predict_named(const ct_cost_table *costs, const char *op, const cha
 
 /* ct_model_predict_named with two layers and a node layout (node_of: n
  * entries numbered by first appearance, or NULL for one node), and the parts
- * of a hierarchical algorithm (NULL: its defaults; see ct_options.intra). */
+ * of a hierarchical algorithm (NULL: its defaults; see ct_options.intra).
+ * Reads the tables only up to reduce_us (the layout before contention, which
+ * ctypes callers mirror): no contention. */
 int ct_model_predict_nodes_named(const ct_cost_table *costs, const ct_cost_table *inter,
                                  const int *node_of, const char *op, const char *alg,
                                  const char *intra_part, const char *inter_part, int n,
                                  int root, long long count, int type_size,
                                  long long segsize_bytes, int radix, double *total_us,
                                  double *rank_us, char *err, int errlen);
+
+/* The same, reading the whole tables, contention fields included. */
+int ct_model_predict_contention_named(const ct_cost_table *costs, const ct_cost_table *inter,
+                                      const int *node_of, const char *op, const char *alg,
+                                      const char *intra_part, const char *inter_part, int n,
+                                      int root, long long count, int type_size,
+                                      long long segsize_bytes, int radix, double *total_us,
+                                      double *rank_us, char *err, int errlen);
+
+/* The contention factor F(c, m) of the table (1 without contention data;
+ * exposed for the tests). */
+double ct_contention_factor(const ct_cost_table *costs, double m, double c);
 
 /* Interpolated cost of m bytes in one of the table's columns (exposed for the
  * tests and the split-tree model). */

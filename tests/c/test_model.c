@@ -9,7 +9,10 @@
  *     end, then one segment every g: (N-1) T + (k-1) g;
  * plus hand-built schedules for the rendezvous rule (data moves once the
  * receive is posted), growing costs with pending sends, the local table, and
- * a schedule that can never finish.
+ * a schedule that can never finish. Contention (model.h): the factor's
+ * interpolation, N-1 or k transfers at once (T F(k), T without the arrays),
+ * overlap weighted by time, and a tree scatter that wins without contention
+ * and loses with it.
  */
 #include <math.h>
 #include <stdio.h>
@@ -336,6 +339,244 @@ static void links_are_shared(void)
         ct_sched_free(&s[i]);
 }
 
+/* ---------------------------------------------------------------- contention
+ * A synthetic table: T = 100 us at every size alone, and per pair 1.5, 2.5 and
+ * 4.5 times that with 2, 4 and 8 pairs at once. F(c) is then 1 at c = 1, 2 at
+ * c = 3, 2.5 + 0.5 (c - 4) up to 8 and the same line beyond: F(7) = 4,
+ * F(15) = 8. */
+static const double conc_pairs[4] = {1, 2, 4, 8};
+static double conc_rows[4 * NPTS];
+
+static ct_cost_table contended(ct_cost_table c)
+{
+    static const double mult[4] = {1, 1.5, 2.5, 4.5};
+    for (int j = 0; j < 4; j++)
+        for (int i = 0; i < NPTS; i++)
+            conc_rows[j * NPTS + i] = c.oneway_us[i] * mult[j];
+    c.nconc = 4;
+    c.conc_pairs = conc_pairs;
+    c.oneway_conc_us = conc_rows;
+    return c;
+}
+
+static double factor_of(double c)
+{
+    return c <= 1 ? 1 : c <= 2 ? 1 + 0.5 * (c - 1) : c <= 4 ? 1.5 + 0.5 * (c - 2)
+                                                             : 2.5 + 0.5 * (c - 4);
+}
+
+static void contention_factor(void)
+{
+    ct_cost_table c = contended(constant_table(1, 1, 2, 100, CT_MODE_IMMEDIATE));
+    const double ks[] = {0.5, 1, 1.5, 2, 3, 4, 7, 8, 15, 31};
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++)
+        CHECK_NEAR(ct_contention_factor(&c, 4096, ks[i]), factor_of(ks[i]), "F(%g)", ks[i]);
+    CHECK_NEAR(ct_contention_factor(&c, 32 << 20, 7), 4, "F(7) beyond the sizes%s", "");
+    /* Without the one-pair row, oneway_us is the reference: here 50, so F doubles. */
+    ct_cost_table d = c;
+    static double half[NPTS];
+    for (int i = 0; i < NPTS; i++)
+        half[i] = 50;
+    d.oneway_us = half;
+    d.nconc = 3;
+    d.conc_pairs = conc_pairs + 1;
+    d.oneway_conc_us = conc_rows + NPTS;
+    CHECK_NEAR(ct_contention_factor(&d, 4096, 2), 3, "F(2) against oneway_us%s", "");
+    CHECK_NEAR(ct_contention_factor(&d, 4096, 1.5), 2, "F(1.5) against oneway_us%s", "");
+    ct_cost_table none = constant_table(1, 1, 2, 100, CT_MODE_IMMEDIATE);
+    CHECK_NEAR(ct_contention_factor(&none, 4096, 8), 1, "no contention data: F = %d", 1);
+    /* Counts that do not ascend are refused. */
+    static const double bad_pairs[2] = {2, 2};
+    ct_cost_table bad = c;
+    bad.nconc = 2;
+    bad.conc_pairs = bad_pairs;
+    ct_model_result res = {0};
+    if (predict(&none, CT_BCAST, "linear", 2, 8, 0) < 0 ||
+        ct_model_predict(&bad, "linear",
+                         &(ct_params){.coll = CT_BCAST, .size = 2, .count = 8, .type_size = 1,
+                                      .radix = 2, .commutative = 1},
+                         &res) != -1 ||
+        !strstr(res.error, "concurrent pair counts")) {
+        failures++;
+        printf("FAIL bad concurrent counts accepted: '%s'\n", res.error);
+    }
+}
+
+/* Linear scatter with os = g = 0: the root starts its N-1 sends at 0, all N-1
+ * transfers run over [0, T'] at once, so each takes T F(N-1): the total is
+ * T F(N-1) (100, 200, 400 and 800 us for N = 2, 4, 8, 16), T without contention
+ * data. Rendezvous the same: every receive is posted at 0. */
+static void linear_scatter_contends(void)
+{
+    const double t = 100;
+    for (int mode = CT_MODE_IMMEDIATE; mode <= CT_MODE_RENDEZVOUS; mode++) {
+        if (mode == CT_MODE_BLOCKING)
+            continue;
+        ct_cost_table plain = constant_table(0, 1, 0, t, mode);
+        ct_cost_table c = contended(plain);
+        const int ns[] = {2, 3, 4, 8, 16};
+        for (size_t a = 0; a < sizeof ns / sizeof *ns; a++) {
+            int n = ns[a];
+            CHECK_NEAR(predict(&plain, CT_SCATTER, "linear", n, 1 << 20, 0), t,
+                       "linear scatter N=%d, no contention", n);
+            CHECK_NEAR(predict(&c, CT_SCATTER, "linear", n, 1 << 20, 0), t * factor_of(n - 1),
+                       "linear scatter N=%d, contention", n);
+        }
+    }
+}
+
+/* k pairs i -> i + k exchange one message each at once (os = 1, g = 2): every
+ * receiver finishes at T F(k) on one node; with a pair per node at T; pairs
+ * that cross from node 0 to node 1 share node 0's way out and node 1's way in:
+ * T F(k) with the inter table's contention, and without it the shared link of
+ * before (receiver i at i g + T). */
+static void pairs_contend(void)
+{
+    const double t = 100, g = 2;
+    for (int k = 1; k <= 8; k++) {
+        int n = 2 * k;
+        ct_sched s[16], *ps[16];
+        for (int r = 0; r < n; r++) {
+            ct_sched_init(&s[r]);
+            ct_sched_round(&s[r]);
+            ps[r] = &s[r];
+        }
+        for (int i = 0; i < k; i++) {
+            ct_sched_send(&s[i], i + k, CT_BUF_SRC, 0, 1 << 20);
+            ct_sched_recv(&s[i + k], i, CT_BUF_DST, 0, 1 << 20);
+        }
+        ct_cost_table plain = constant_table(1, 1, g, t, CT_MODE_IMMEDIATE);
+        ct_cost_table c = contended(plain);
+        double ranks[16];
+        ct_model_result res = {.rank_us = ranks};
+        if (ct_model_run(&c, n, ps, 1, &res))
+            printf("FAIL pairs: %s\n", res.error), failures++;
+        for (int i = 0; i < k; i++)
+            CHECK_NEAR(ranks[i + k], t * factor_of(k), "%d pairs on one node: receiver %d", k,
+                       i + k);
+        if (res.converged != 1 || (k > 1 && res.passes != 2))
+            printf("FAIL %d pairs: %d passes, converged %d\n", k, res.passes, res.converged),
+                failures++;
+        if (ct_model_run(&plain, n, ps, 1, &res))
+            printf("FAIL pairs: %s\n", res.error), failures++;
+        CHECK_NEAR(res.total_us, t, "%d pairs, no contention data", k);
+        if (res.passes != 1)
+            printf("FAIL no contention data: %d passes\n", res.passes), failures++;
+        int own[16], across[16];
+        for (int i = 0; i < k; i++) {
+            own[i] = own[i + k] = i;
+            across[i] = 0;
+            across[i + k] = 1;
+        }
+        /* node numbers by first appearance: pair i's node is i */
+        if (ct_model_run_layers(&c, &c, own, n, ps, 1, &res))
+            printf("FAIL pairs apart: %s\n", res.error), failures++;
+        CHECK_NEAR(res.total_us, t, "%d pairs, a node each", k);
+        if (ct_model_run_layers(&plain, &c, across, n, ps, 1, &res))
+            printf("FAIL pairs across: %s\n", res.error), failures++;
+        for (int i = 0; i < k; i++)
+            CHECK_NEAR(ranks[i + k], t * factor_of(k), "%d pairs across, inter contention: %d",
+                       k, i + k);
+        if (ct_model_run_layers(&c, &plain, across, n, ps, 1, &res))
+            printf("FAIL pairs across: %s\n", res.error), failures++;
+        for (int i = 0; i < k; i++)
+            CHECK_NEAR(ranks[i + k], i * g + t, "%d pairs across, shared link: %d", k, i + k);
+        for (int r = 0; r < n; r++)
+            ct_sched_free(&s[r]);
+    }
+}
+
+/* Concurrency is weighted by time. With F(c) = c (per-pair time k T with k
+ * pairs), pair A moves from 0 and pair B from T/2 (its sender first copies for
+ * T/2). At the fixed point A lasts a = T c_A and overlaps B for a - T/2, so
+ * c_A = 2 - 1/(2 c_A): c_A = 1 + sqrt(2)/2, and B (which ends last) c_B^2 - c_B
+ * = c_A - 1/2, the same root. Receivers at T c_A and T/2 + T c_A. */
+static void overlap_is_weighted(void)
+{
+    const double t = 100;
+    ct_cost_table c = constant_table(1, 0, 2, t, CT_MODE_IMMEDIATE);
+    static double lin_rows[2 * NPTS];
+    static const double lin_pairs[2] = {1, 2};
+    static const double lb[2] = {1, 1 << 20}, cu[2] = {t / 2, t / 2}, ru[2] = {0, 0};
+    for (int i = 0; i < NPTS; i++)
+        lin_rows[i] = t, lin_rows[NPTS + i] = 2 * t;
+    c.nconc = 2;
+    c.conc_pairs = lin_pairs;
+    c.oneway_conc_us = lin_rows;
+    c.nlocal = 2;
+    c.local_bytes = lb;
+    c.copy_us = cu;
+    c.reduce_us = ru;
+    ct_sched s[4], *ps[4] = {&s[0], &s[1], &s[2], &s[3]};
+    for (int r = 0; r < 4; r++)
+        ct_sched_init(&s[r]);
+    ct_sched_round(&s[0]);
+    ct_sched_send(&s[0], 2, CT_BUF_SRC, 0, 4096);
+    ct_sched_round(&s[1]);
+    ct_sched_copy(&s[1], CT_BUF_SRC, 0, CT_BUF_DST, 0, 4096);
+    ct_sched_round(&s[1]);
+    ct_sched_send(&s[1], 3, CT_BUF_SRC, 0, 4096);
+    ct_sched_round(&s[2]);
+    ct_sched_recv(&s[2], 0, CT_BUF_DST, 0, 4096);
+    ct_sched_round(&s[3]);
+    ct_sched_recv(&s[3], 1, CT_BUF_DST, 0, 4096);
+    double ranks[4];
+    ct_model_result res = {.rank_us = ranks};
+    if (ct_model_run(&c, 4, ps, 1, &res))
+        printf("FAIL weighted overlap: %s\n", res.error), failures++;
+    double ca = 1 + sqrt(2) / 2;
+    if (fabs(ranks[2] - t * ca) > 1e-3 || fabs(ranks[3] - (t / 2 + t * ca)) > 1e-3 ||
+        !res.converged) {
+        failures++;
+        printf("FAIL weighted overlap: receivers at %.9f and %.9f, want %.9f and %.9f "
+               "(%d passes, converged %d)\n", ranks[2], ranks[3], t * ca, t / 2 + t * ca,
+               res.passes, res.converged);
+    }
+    for (int r = 0; r < 4; r++)
+        ct_sched_free(&s[r]);
+}
+
+/* Why the tuner picked the binary tree for a large scatter: without contention
+ * the tree's fewer messages win, with it the tree loses. Synthetic costs: the
+ * root's gap g = 100 us per message whatever its size, T(m) = 5 + m / 1000 us,
+ * and per pair k T with k pairs at once (F(c) = c, a shared bandwidth). 16
+ * ranks, 64 KiB blocks: linear's transfers never overlap (one every 100 us,
+ * each 70.5 us long), so it takes 14 g + g = 1500 us either way; the binary
+ * tree's subtrees move at the same time, each several blocks long, and go from
+ * 1065 us to about 2786 us. */
+static double sc_os[NPTS], sc_or[NPTS], sc_g[NPTS], sc_t[NPTS], sc_rows[4 * NPTS];
+static int sc_mode[NPTS];
+
+static void tree_scatter_loses_to_contention(void)
+{
+    for (int i = 0; i < NPTS; i++) {
+        sc_os[i] = sc_or[i] = 1;
+        sc_g[i] = 100;
+        sc_t[i] = 5 + sizes[i] / 1000;
+        sc_mode[i] = CT_MODE_IMMEDIATE;
+        for (int j = 0; j < 4; j++)
+            sc_rows[j * NPTS + i] = sc_t[i] * conc_pairs[j];
+    }
+    ct_cost_table plain = {.npoints = NPTS, .size_bytes = sizes, .os_us = sc_os,
+                           .or_us = sc_or, .g_us = sc_g, .oneway_us = sc_t, .mode = sc_mode};
+    ct_cost_table c = plain;
+    c.nconc = 4;
+    c.conc_pairs = conc_pairs;
+    c.oneway_conc_us = sc_rows;
+    const size_t block = 64 << 10;
+    double lin0 = predict(&plain, CT_SCATTER, "linear", 16, block, 0);
+    double bin0 = predict(&plain, CT_SCATTER, "binary", 16, block, 0);
+    double lin1 = predict(&c, CT_SCATTER, "linear", 16, block, 0);
+    double bin1 = predict(&c, CT_SCATTER, "binary", 16, block, 0);
+    CHECK_NEAR(lin0, 1500, "linear scatter 64 KiB x 16, no contention%s", "");
+    CHECK_NEAR(lin1, 1500, "linear scatter 64 KiB x 16, contention%s", "");
+    if (!(bin0 < lin0) || !(bin1 > lin1) || !(bin1 > 2 * bin0)) {
+        failures++;
+        printf("FAIL scatter 64 KiB x 16: binary %.1f vs linear %.1f without contention, "
+               "%.1f vs %.1f with\n", bin0, lin0, bin1, lin1);
+    }
+}
+
 int main(void)
 {
     two_layers();
@@ -347,6 +588,11 @@ int main(void)
     shared_memory_steps();
     interpolation();
     never_finishes();
+    contention_factor();
+    linear_scatter_contends();
+    pairs_contend();
+    overlap_is_weighted();
+    tree_scatter_loses_to_contention();
     if (failures) {
         printf("%d model check(s) failed\n", failures);
         return 1;
