@@ -6,11 +6,19 @@
  *
  *   mpiexec -n 2 ct_p2p [--cores A,B] [--sizes 1,64,4K,1M | --min B --max B --per-octave N]
  *                       [--iters N] [--pending 1,2,4,8,16] [--quick]
+ *   mpiexec -n 2P ct_p2p --concurrent 1,2,4,8 [--cores C0,...,C2P-1] [sizes, --iters, --quick]
  *
  * Rank 0 sends, rank 1 receives. Rank 0 prints JSON Lines on stdout: first a header
  * {"ranks":[...],"binder":...,"library":...,"sizes":[...],"pending":[...]}, then one object
  * per size. "progress DONE TOTAL" lines go to stderr. Bad arguments or a size other than 2
  * ranks: a message and exit status 2.
+ *
+ * --concurrent K1,K2,...: only the one-way time of k pairs at once (contention, docs/P2P.md):
+ * 2P ranks (P >= every k), pair i is rank i -> rank i + P; for each size and k, pairs 0 to
+ * k-1 ping-pong at the same time (the others wait), and the per-pair one-way time is half a
+ * round trip, averaged over the k pairs, median over the samples. Header {"ranks",
+ * "binder", "library", "sizes", "concurrent", "pairs"}, then per size {"size_bytes",
+ * "iterations", "oneway_concurrent_us": one per k}.
  */
 
 #include <mpi.h>
@@ -27,6 +35,7 @@
 
 #define MAX_SIZES 1024
 #define MAX_PENDING 64
+#define MAX_RANKS 1024
 #define MAX_ITERS 100000
 #define G_BATCH 8 /* sends per gap sample: long enough to reach the steady state */
 #define MODE_SAMPLES 5
@@ -40,8 +49,10 @@ struct opts {
     int nsizes;
     int pending[MAX_PENDING];
     int npending;
-    int cores[2];
-    int have_cores;
+    int cores[MAX_RANKS];
+    int ncores, have_cores;
+    int concurrent[MAX_PENDING]; /* --concurrent: pair counts; nconcurrent 0: the pair mode */
+    int nconcurrent;
     int iters; /* for small messages; fewer for large ones (iters_for) */
     int quick;
 };
@@ -67,7 +78,9 @@ static int fail_usage(const char *fmt, const char *what)
         fprintf(stderr, "ct_p2p: ");
         fprintf(stderr, fmt, what);
         fprintf(stderr, "\nusage: mpiexec -n 2 ct_p2p [--cores A,B] [--sizes LIST | --min B "
-                        "--max B --per-octave N] [--iters N] [--pending LIST] [--quick]\n");
+                        "--max B --per-octave N] [--iters N] [--pending LIST] [--quick]\n"
+                        "       mpiexec -n 2P ct_p2p --concurrent K1,K2,.. [--cores C0,..] "
+                        "[sizes] [--iters N] [--quick]\n");
     }
     return 2;
 }
@@ -125,14 +138,31 @@ static int size_grid(long min, long max, int per, long *out)
     return n;
 }
 
-static int parse_args(int argc, char **argv, struct opts *o)
+/* Ascending counts from 1 to max: how many, or -1. */
+static int parse_counts(const char *s, int *out, int max)
+{
+    int n = 0;
+    for (const char *p = s; *p;) {
+        char *end;
+        long k = strtol(p, &end, 10);
+        if (end == p || k < 1 || k > max || n == MAX_PENDING || (n && k <= out[n - 1]) ||
+            (*end && *end != ',') || (*end == ',' && !end[1]))
+            return -1;
+        out[n++] = (int)k;
+        p = *end ? end + 1 : end;
+    }
+    return n ? n : -1;
+}
+
+static int parse_args(int argc, char **argv, struct opts *o, int nprocs)
 {
     long min = 1, max = 16L << 20;
     int per = 0, have_grid = 0;
-    const char *sizes = NULL, *pending = "1,2,4,8,16";
+    const char *sizes = NULL, *pending = "1,2,4,8,16", *cores = NULL;
     o->iters = 0;
     o->quick = 0;
     o->have_cores = 0;
+    o->nconcurrent = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quick")) {
@@ -141,22 +171,19 @@ static int parse_args(int argc, char **argv, struct opts *o)
         }
         if (strcmp(a, "--cores") && strcmp(a, "--sizes") && strcmp(a, "--min") &&
             strcmp(a, "--max") && strcmp(a, "--per-octave") && strcmp(a, "--iters") &&
-            strcmp(a, "--pending"))
+            strcmp(a, "--pending") && strcmp(a, "--concurrent"))
             return fail_usage("unknown option '%s'", a);
         if (!v)
             return fail_usage("%s needs a value", a);
         i++;
         const char *e;
         if (!strcmp(a, "--cores")) {
-            char *end;
-            long x = strtol(v, &end, 10), y = -1;
-            if (end != v && *end == ',')
-                y = strtol(end + 1, &end, 10);
-            if (x < 0 || y < 0 || x > INT_MAX || y > INT_MAX || *end)
-                return fail_usage("--cores: expected two core ids A,B, got '%s'", v);
-            o->cores[0] = (int)x;
-            o->cores[1] = (int)y;
-            o->have_cores = 1;
+            cores = v;
+        } else if (!strcmp(a, "--concurrent")) {
+            o->nconcurrent = parse_counts(v, o->concurrent, MAX_RANKS / 2);
+            if (o->nconcurrent < 0)
+                return fail_usage("--concurrent: expected ascending pair counts from 1, got '%s'",
+                                  v);
         } else if (!strcmp(a, "--sizes")) {
             sizes = v;
         } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
@@ -201,20 +228,43 @@ static int parse_args(int argc, char **argv, struct opts *o)
         if (o->nsizes == 0)
             return fail_usage("%s", "no size between --min and --max");
     }
-    o->npending = 0;
-    for (const char *p = pending; *p;) {
-        char *end;
-        long k = strtol(p, &end, 10);
-        if (end == p || k < 1 || k > MAX_PENDING || o->npending == MAX_PENDING ||
-            (o->npending && k <= o->pending[o->npending - 1]) || (*end && *end != ',') ||
-            (*end == ',' && !end[1]))
-            return fail_usage("--pending: expected ascending counts from 1 to 64, got '%s'",
-                              pending);
-        o->pending[o->npending++] = (int)k;
-        p = *end ? end + 1 : end;
-    }
-    if (o->npending == 0)
+    if (!*pending)
         return fail_usage("--pending: empty list '%s'", pending);
+    o->npending = parse_counts(pending, o->pending, MAX_PENDING);
+    if (o->npending < 0)
+        return fail_usage("--pending: expected ascending counts from 1 to 64, got '%s'",
+                          pending);
+    if (o->nconcurrent && (nprocs % 2 || o->concurrent[o->nconcurrent - 1] > nprocs / 2)) {
+        if (rank == 0)
+            fprintf(stderr, "ct_p2p: --concurrent: %d pairs need %d ranks (an even number), "
+                            "got %d\n", o->concurrent[o->nconcurrent - 1],
+                    2 * o->concurrent[o->nconcurrent - 1], nprocs);
+        return 2;
+    }
+    if (cores) {
+        int want = o->nconcurrent ? nprocs : 2;
+        o->ncores = 0;
+        for (const char *p = cores; *p;) {
+            char *end;
+            long x = strtol(p, &end, 10);
+            if (end == p || x < 0 || x > INT_MAX || o->ncores == MAX_RANKS ||
+                (*end && *end != ',') || (*end == ',' && !end[1])) {
+                o->ncores = -1;
+                break;
+            }
+            o->cores[o->ncores++] = (int)x;
+            p = *end ? end + 1 : end;
+        }
+        if (o->ncores != want) {
+            if (!o->nconcurrent)
+                return fail_usage("--cores: expected two core ids A,B, got '%s'", cores);
+            if (rank == 0)
+                fprintf(stderr, "ct_p2p: --cores: expected one core id per rank (%d), got "
+                                "'%s'\n", nprocs, cores);
+            return 2;
+        }
+        o->have_cores = 1;
+    }
     if (!o->iters)
         o->iters = o->quick ? 30 : 100;
     return 0;
@@ -499,7 +549,7 @@ static void print_json_string(const char *s)
     }
 }
 
-static void print_header(const struct opts *o)
+static void print_header(const struct opts *o, int nprocs)
 {
     char cpus[256], msg[256] = "";
     int bound = 0;
@@ -514,7 +564,11 @@ static void print_header(const struct opts *o)
     snprintf(line, sizeof line, "{\"rank\":%d,\"core\":%d,\"cpus\":\"%s\",\"bound\":%s%s%s%s}",
              rank, o->have_cores ? o->cores[rank] : -1, cpus, bound ? "true" : "false",
              msg[0] ? ",\"bind_error\":\"" : "", msg, msg[0] ? "\"" : "");
-    char all[2][sizeof line];
+    char *all = rank == 0 ? malloc((size_t)nprocs * sizeof line) : NULL;
+    if (rank == 0 && !all) {
+        fprintf(stderr, "ct_p2p: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
     MPI_Gather(line, sizeof line, MPI_CHAR, all, sizeof line, MPI_CHAR, 0, MPI_COMM_WORLD);
     if (rank != 0)
         return;
@@ -522,18 +576,90 @@ static void print_header(const struct opts *o)
     int len;
     MPI_Get_library_version(lib, &len);
     lib[strcspn(lib, "\n")] = 0; /* the first line names it; the rest is build flags */
-    printf("{\"ranks\":[%s,%s],\"binder\":\"%s\",\"library\":\"", all[0], all[1],
-           topo_binder());
+    printf("{\"ranks\":[");
+    for (int r = 0; r < nprocs; r++)
+        printf(r ? ",%s" : "%s", all + (size_t)r * sizeof line);
+    printf("],\"binder\":\"%s\",\"library\":\"", topo_binder());
     print_json_string(lib);
     printf("\",\"sizes\":[");
     for (int i = 0; i < o->nsizes; i++)
         printf(i ? ",%ld" : "%ld", o->sizes[i]);
-    printf("],\"pending\":[");
-    for (int i = 0; i < o->npending; i++)
-        printf(i ? ",%d" : "%d", o->pending[i]);
-    printf("],\"g_batch\":%d,\"mode_samples\":%d,\"buffers\":%d}\n", G_BATCH, MODE_SAMPLES,
-           nbufs);
+    if (o->nconcurrent) {
+        printf("],\"concurrent\":[");
+        for (int i = 0; i < o->nconcurrent; i++)
+            printf(i ? ",%d" : "%d", o->concurrent[i]);
+        printf("],\"pairs\":[");
+        for (int i = 0; i < nprocs / 2; i++)
+            printf(i ? ",[%d,%d]" : "[%d,%d]", i, i + nprocs / 2);
+        printf("]}\n");
+    } else {
+        printf("],\"pending\":[");
+        for (int i = 0; i < o->npending; i++)
+            printf(i ? ",%d" : "%d", o->pending[i]);
+        printf("],\"g_batch\":%d,\"mode_samples\":%d,\"buffers\":%d}\n", G_BATCH,
+               MODE_SAMPLES, nbufs);
+    }
     fflush(stdout);
+    free(all);
+}
+
+/* --concurrent: every rank one send and one receive buffer of the largest size. */
+static int alloc_concurrent(const struct opts *o)
+{
+    long max = o->sizes[o->nsizes - 1];
+    nbufs = 1;
+    sbuf = calloc(1, sizeof *sbuf);
+    rbuf = calloc(1, sizeof *rbuf);
+    samples = malloc((size_t)o->iters * sizeof *samples);
+    if (!sbuf || !rbuf || !samples || !(sbuf[0] = page_alloc((size_t)max)) ||
+        !(rbuf[0] = page_alloc((size_t)max)))
+        return -1;
+    return 0;
+}
+
+/* k pairs (i -> i + P, i < k) ping-pong m bytes at the same time, after a barrier of all
+ * ranks: the per-pair one-way time (half the round trip, the mean over the k pairs), median
+ * over the samples, on rank 0. */
+static double measure_concurrent(long size, int iters, int k, int nprocs)
+{
+    int n = (int)size, half = nprocs / 2;
+    for (int it = -1; it < iters; it++) {
+        double mine = 0, sum = 0;
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank < k) {
+            double t0 = MPI_Wtime();
+            MPI_Send(SB(0), n, MPI_BYTE, rank + half, TAG_DATA, MPI_COMM_WORLD);
+            MPI_Recv(RB(0), n, MPI_BYTE, rank + half, TAG_DATA, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            mine = (MPI_Wtime() - t0) * 1e6 / 2;
+        } else if (rank >= half && rank < half + k) {
+            MPI_Recv(RB(0), n, MPI_BYTE, rank - half, TAG_DATA, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            MPI_Send(SB(0), n, MPI_BYTE, rank - half, TAG_DATA, MPI_COMM_WORLD);
+        }
+        MPI_Reduce(&mine, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        if (rank == 0 && it >= 0)
+            samples[it] = sum / k;
+    }
+    return rank == 0 ? ct_median(samples, iters) : 0;
+}
+
+static void run_concurrent(const struct opts *o, int nprocs)
+{
+    for (int s = 0; s < o->nsizes; s++) {
+        long size = o->sizes[s];
+        int iters = iters_for(o, size);
+        double t[MAX_PENDING];
+        for (int j = 0; j < o->nconcurrent; j++)
+            t[j] = measure_concurrent(size, iters, o->concurrent[j], nprocs);
+        if (rank == 0) {
+            printf("{\"size_bytes\":%ld,\"iterations\":%d", size, iters);
+            print_array("oneway_concurrent_us", t, o->nconcurrent);
+            printf("}\n");
+            fflush(stdout);
+            fprintf(stderr, "progress %d %d\n", s + 1, o->nsizes);
+        }
+    }
 }
 
 int main(int argc, char **argv)
@@ -542,7 +668,10 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
-    if (nprocs != 2) {
+    int concurrent = 0;
+    for (int i = 1; i < argc; i++)
+        concurrent |= !strcmp(argv[i], "--concurrent");
+    if (nprocs != 2 && !concurrent) {
         if (rank == 0)
             fprintf(stderr, "ct_p2p: needs exactly 2 ranks (rank 0 sends, rank 1 receives), "
                             "got %d: run it as mpiexec -n 2 ct_p2p\n", nprocs);
@@ -550,20 +679,30 @@ int main(int argc, char **argv)
         return 2;
     }
     static struct opts o;
-    if (parse_args(argc, argv, &o)) {
+    if (nprocs > MAX_RANKS || parse_args(argc, argv, &o, nprocs)) {
+        if (nprocs > MAX_RANKS && rank == 0)
+            fprintf(stderr, "ct_p2p: at most %d ranks\n", MAX_RANKS);
         MPI_Finalize();
         return 2;
     }
     const char *why = NULL;
-    int ok = topo_init(&why) == 0 && alloc_buffers(&o) == 0, all_ok;
+    int ok = topo_init(&why) == 0 &&
+             (o.nconcurrent ? alloc_concurrent(&o) : alloc_buffers(&o)) == 0,
+        all_ok;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_ok) {
         fprintf(stderr, "ct_p2p: rank %d: %s\n", rank,
-                ok ? "the other rank failed to start" : why ? why : "out of memory");
+                ok ? "another rank failed to start" : why ? why : "out of memory");
         MPI_Finalize();
         return 1;
     }
-    print_header(&o);
+    print_header(&o, nprocs);
+    if (o.nconcurrent) {
+        run_concurrent(&o, nprocs);
+        topo_fini();
+        MPI_Finalize();
+        return 0;
+    }
     for (int s = 0; s < o.nsizes; s++) {
         struct point p = {.size = o.sizes[s], .iters = iters_for(&o, o.sizes[s])};
         measure_os(&p);
