@@ -153,7 +153,9 @@ typedef struct channel {
 } channel;
 
 typedef struct channel_map {
-    channel *slots; /* open addressing; key -1 = empty */
+    channel **slots; /* open addressing; NULL = empty. The channels themselves never
+                        move: the posted operations keep pointers to them while the
+                        map grows */
     size_t cap, used;
 } channel_map;
 
@@ -166,16 +168,14 @@ static size_t hash_key(long long key, size_t cap)
 static int map_grow(channel_map *m)
 {
     size_t ncap = m->cap ? 2 * m->cap : 256;
-    channel *ns = malloc(ncap * sizeof *ns);
+    channel **ns = calloc(ncap, sizeof *ns);
     if (!ns)
         return -1;
-    for (size_t i = 0; i < ncap; i++)
-        ns[i].key = -1;
     for (size_t i = 0; i < m->cap; i++) {
-        if (m->slots[i].key < 0)
+        if (!m->slots[i])
             continue;
-        size_t j = hash_key(m->slots[i].key, ncap);
-        while (ns[j].key >= 0)
+        size_t j = hash_key(m->slots[i]->key, ncap);
+        while (ns[j])
             j = (j + 1) & (ncap - 1);
         ns[j] = m->slots[i];
     }
@@ -190,22 +190,24 @@ static channel *map_get(channel_map *m, long long key)
     if (2 * (m->used + 1) > m->cap && map_grow(m))
         return NULL;
     size_t j = hash_key(key, m->cap);
-    while (m->slots[j].key >= 0 && m->slots[j].key != key)
+    while (m->slots[j] && m->slots[j]->key != key)
         j = (j + 1) & (m->cap - 1);
-    if (m->slots[j].key < 0) {
-        memset(&m->slots[j], 0, sizeof m->slots[j]);
-        m->slots[j].key = key;
+    if (!m->slots[j]) {
+        if (!(m->slots[j] = calloc(1, sizeof *m->slots[j])))
+            return NULL;
+        m->slots[j]->key = key;
         m->used++;
     }
-    return &m->slots[j];
+    return m->slots[j];
 }
 
 static void map_free(channel_map *m)
 {
     for (size_t i = 0; i < m->cap; i++)
-        if (m->slots[i].key >= 0) {
-            free(m->slots[i].sends);
-            free(m->slots[i].recvs);
+        if (m->slots[i]) {
+            free(m->slots[i]->sends);
+            free(m->slots[i]->recvs);
+            free(m->slots[i]);
         }
     free(m->slots);
 }
@@ -405,6 +407,9 @@ static int post_round(replay *R, int rank)
             const ct_cost_table *c = layer(R, rank, op->peer);
             double os = pending_cost(c, c->os_us, c->os_pending_us, bytes, pending);
             po->g = pending_cost(c, c->g_us, c->g_pending_us, bytes, pending);
+            /* contention slows the sender's injection as much as the transfer */
+            if (R->stretch)
+                po->g *= R->stretch[R->res->messages];
             /* Between nodes the node's link (xfer_start) spaces the transfers out, this
              * rank's included; the rank's own gap is its shared-memory engine's. */
             int on_link = R->links && crosses(R, rank, op->peer);
@@ -805,6 +810,8 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
     for (long i = 0; i < m; i++)
         used[i] = 1, stretch[i] = 1;
     R.stretch = stretch;
+    int damp = 0;
+    double last_change = 0;
     for (int pass = 1; pass < CT_MODEL_MAX_PASSES; pass++) {
         if (R.nrecs != m || concurrency(&R, conc)) {
             rc = -1;
@@ -812,13 +819,13 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
                                                                   : "out of memory");
             goto done;
         }
-        double change = 0;
+        double change = 0; /* the largest relative change of a factor */
         for (long i = 0; i < m; i++) {
-            /* damped after the fourth pass: an alternation settles in between */
-            double c = pass > 4 ? 0.5 * (used[i] + conc[i]) : conc[i];
+            /* damped once the changes grow: an alternation settles in between */
+            double c = damp ? 0.5 * (used[i] + conc[i]) : conc[i];
             const xfer_rec *r = &R.recs[i];
             double f = r->lc ? ct_contention_factor(r->lc, r->bytes, c) : 1;
-            double d = f > stretch[i] ? f - stretch[i] : stretch[i] - f;
+            double d = (f > stretch[i] ? f - stretch[i] : stretch[i] - f) / f;
             if (d > change)
                 change = d;
             used[i] = c;
@@ -828,6 +835,9 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
             res->converged = 1;
             break;
         }
+        if (pass > 1 && change > last_change)
+            damp = 1;
+        last_change = change;
         if ((rc = replay_pass(&R, res)))
             goto done;
         res->passes = pass + 1;

@@ -40,11 +40,15 @@
  * conc_pairs, interpolated linearly in c between the measured counts and
  * extrapolated linearly beyond the last two; the one-pair reference is the
  * row at count 1 when measured, else oneway_us), never below 1. The table
- * that prices the message (intra or inter layer) gives F. Since T' moves the
- * intervals, the replay is repeated, each pass taking c from the intervals
- * of the pass before (the first pass without contention), until the factors
- * no longer change (at most CT_MODEL_MAX_PASSES passes, damped after the
- * fourth so that alternating solutions settle in between). An inter layer
+ * that prices the message (intra or inter layer) gives F. Its gap g is
+ * stretched by the same F (the sender's injection shares the bandwidth; else
+ * an eager pipeline would pile up transfers without bound); os and or are not.
+ * Since T' moves the intervals, the replay is repeated, each pass taking c
+ * from the intervals of the pass before (the first pass without contention),
+ * until no factor moves by more than CT_MODEL_FACTOR_TOLERANCE of itself (at
+ * most CT_MODEL_MAX_PASSES passes; once the changes grow from one pass to the
+ * next, c is averaged with the previous pass's so that alternating solutions
+ * settle in between). An inter layer
  * with contention data replaces the shared sending link of above (its
  * measured factor already contains the link's sharing); without it the link
  * queue stays as it is.

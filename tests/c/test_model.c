@@ -543,7 +543,7 @@ static void overlap_is_weighted(void)
  * ranks, 64 KiB blocks: linear's transfers never overlap (one every 100 us,
  * each 70.5 us long), so it takes 14 g + g = 1500 us either way; the binary
  * tree's subtrees move at the same time, each several blocks long, and go from
- * 1065 us to about 2786 us. */
+ * 1065 us to about 2760 us. */
 static double sc_os[NPTS], sc_or[NPTS], sc_g[NPTS], sc_t[NPTS], sc_rows[4 * NPTS];
 static int sc_mode[NPTS];
 
