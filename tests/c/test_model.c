@@ -577,6 +577,25 @@ static void tree_scatter_loses_to_contention(void)
     }
 }
 
+/* Pairwise alltoall: N-1 rounds, in each every rank sends one block and receives
+ * one, all at the same moment: (N-1) T, and with contention (N-1) T F(N), all N
+ * transfers of a round at once. 16 ranks have 240 channels: the replay's map
+ * grows while operations point into it. */
+static void alltoall_rounds(void)
+{
+    const double t = 10;
+    ct_cost_table plain = constant_table(1, 1, 2, t, CT_MODE_IMMEDIATE);
+    ct_cost_table c = contended(plain);
+    const int ns[] = {2, 4, 16, 32};
+    for (size_t a = 0; a < sizeof ns / sizeof *ns; a++) {
+        int n = ns[a];
+        CHECK_NEAR(predict(&plain, CT_ALLTOALL, "pairwise", n, 4096, 0), (n - 1) * t,
+                   "pairwise alltoall N=%d", n);
+        CHECK_NEAR(predict(&c, CT_ALLTOALL, "pairwise", n, 4096, 0), (n - 1) * t * factor_of(n),
+                   "pairwise alltoall N=%d, contention", n);
+    }
+}
+
 int main(void)
 {
     two_layers();
@@ -593,6 +612,7 @@ int main(void)
     pairs_contend();
     overlap_is_weighted();
     tree_scatter_loses_to_contention();
+    alltoall_rounds();
     if (failures) {
         printf("%d model check(s) failed\n", failures);
         return 1;
