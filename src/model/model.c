@@ -275,6 +275,7 @@ typedef struct replay {
     int nnodes;                  /* with a layout; else 0 */
     int track;                   /* record every transfer (contention) */
     const double *stretch;       /* per message: T' / T of this pass; NULL: 1 */
+    long nstretch;
     xfer_rec *recs;              /* per message, when tracking */
     long nrecs, cap_recs;
     int n;
@@ -301,7 +302,7 @@ static const ct_cost_table *layer(const replay *R, int a, int b)
 static double oneway_of(const replay *R, const ct_cost_table *lc, const msg_end *se)
 {
     double t = ct_cost_at(lc, lc->oneway_us, se->bytes);
-    return R->stretch ? t * R->stretch[se->id] : t;
+    return R->stretch && se->id < R->nstretch ? t * R->stretch[se->id] : t;
 }
 
 /* Records where and when the data of se (from -> to) moved, starting at x. */
@@ -408,7 +409,7 @@ static int post_round(replay *R, int rank)
             double os = pending_cost(c, c->os_us, c->os_pending_us, bytes, pending);
             po->g = pending_cost(c, c->g_us, c->g_pending_us, bytes, pending);
             /* contention slows the sender's injection as much as the transfer */
-            if (R->stretch)
+            if (R->stretch && R->res->messages < R->nstretch)
                 po->g *= R->stretch[R->res->messages];
             /* Between nodes the node's link (xfer_start) spaces the transfers out, this
              * rank's included; the rank's own gap is its shared-memory engine's. */
@@ -810,6 +811,7 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
     for (long i = 0; i < m; i++)
         used[i] = 1, stretch[i] = 1;
     R.stretch = stretch;
+    R.nstretch = m;
     int damp = 0;
     double last_change = 0;
     for (int pass = 1; pass < CT_MODEL_MAX_PASSES; pass++) {
