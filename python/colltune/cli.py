@@ -1,8 +1,9 @@
 """The `colltune` command: one verb per capability.
 
-Each verb lives in its own module, which exposes `register(subparsers)` to add
-its parser(s) with `set_defaults(func=handler)`; a handler takes the parsed
-arguments and returns the process exit status.
+Each verb lives with its stage (docs/ARCHITECTURE.md): the stage's module exposes
+`register(subparsers)` to add its parser(s) with `set_defaults(func=handler)`; a handler
+takes the parsed arguments and returns the process exit status. This module only
+dispatches.
 """
 
 from __future__ import annotations
@@ -10,25 +11,22 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import (
-    __version__,
-    cholesky,
-    commands,
-    export,
-    model,
-    monitor,
-    overlap,
-    p2p,
-    probe,
-    splittree,
-    store_cli,
-    suite,
-    testbed,
-    tune,
-    validate,
-)
-from .args import Parser, UsageError, report_usage
-from .store import StoreError, Terminated, sigterm_as_interrupt
+from . import __version__, run
+from .bench import bench
+from .core import testbed
+from .core.args import Parser, UsageError, report_usage
+from .core.files import Terminated, sigterm_as_interrupt
+from .dyn import cholesky
+from .model import model, splittree, validate
+from .monitor import monitor
+from .nbc import overlap
+from .p2p import p2p
+from .probe import probe
+from .report import cli as report_cli
+from .report import suite
+from .store import cli as store_cli
+from .store.store import StoreError
+from .tune import export, tune
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"colltune {__version__}")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
-    commands.register(sub)
+    bench.register(sub)
+    run.register(sub)
     export.register(sub)
     probe.register(sub)
     p2p.register(sub)
@@ -50,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     monitor.register(sub)
     suite.register(sub)
     store_cli.register(sub)
+    report_cli.register(sub)
     cholesky.register(sub)
     testbed.register(sub)
     return parser

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import colltune
 import pytest
-from colltune.store import Store
+from colltune.store.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Markup in stored values must come back as literal text everywhere.

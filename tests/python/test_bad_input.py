@@ -9,8 +9,8 @@ import json
 
 import pytest
 from colltune import cli
-from colltune.args import parse_size
-from colltune.store import Store
+from colltune.core.args import parse_size
+from colltune.store.store import Store
 
 # (argv, words the one line must contain: the argument and the allowed values)
 CASES = [
@@ -124,7 +124,7 @@ def test_help_states_every_default(capsys):
 
 
 def table_doc(**entry) -> dict:
-    from colltune.tune import machine_id
+    from colltune.tune.tune import machine_id
 
     return {"schema": "colltune-table", "schema_version": 1, "colltune_version": "0",
             "created_at": "2024-01-01T00:00:00", "strategy": "exhaustive",

@@ -11,7 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from colltune.cholesky import (
+from colltune.core.mpi import MPIBuild, MPIError
+from colltune.dyn.cholesky import (
     CholeskyUsage,
     check_sizes,
     default_grid,
@@ -19,7 +20,6 @@ from colltune.cholesky import (
     run_cases,
     summarize,
 )
-from colltune.mpi import MPIBuild, MPIError
 
 TOL = {"d": 1e-12, "s": 1e-4}
 # Per rank count: (N, NB, grid, precision); every case runs with the three back ends.
@@ -147,7 +147,7 @@ def test_cli_json_records_and_refuses(tmp_path, child_env):
                                                                  * 1e-9)
     assert [r["dynbcast"] for r in doc["results"]] == ["on", "off"]
     assert all(r["iterations"] == 2 and r["residual"] < 1e-12 for r in doc["results"])
-    from colltune.store import Store
+    from colltune.store.store import Store
 
     with Store.open(tmp_path / "ct.db") as store:
         run = store.run(doc["run_id"])
@@ -174,9 +174,9 @@ def _doc(n: int, on: float, off: float) -> dict:
 
 
 def test_report_section(tmp_path):
-    from colltune.cholesky import bench_document
-    from colltune.report import render_report
-    from colltune.store import Store
+    from colltune.dyn.cholesky import bench_document
+    from colltune.report.report import render_report
+    from colltune.store.store import Store
 
     with Store.open(tmp_path / "ct.db") as store:
         ids = []

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from colltune.commands import COLLS
-from colltune.mpi import MPIBuild, project_root
-from colltune.store import Store
+from colltune.core.colls import COLLS
+from colltune.core.mpi import MPIBuild, project_root
+from colltune.store.store import Store
 
 ROOT = project_root()
 ROOTED = ("bcast", "reduce", "scatter", "gather")
@@ -44,7 +44,7 @@ def colltune(*args: str, env: dict, timeout: int = 600) -> subprocess.CompletedP
 
 
 def test_algorithms_doc_matches_registry(build):
-    from colltune.commands import registry_markdown
+    from colltune.bench.bench import registry_markdown
 
     table = registry_markdown(build.registry())
     assert table in (ROOT / "docs" / "ALGORITHMS.md").read_text(), (

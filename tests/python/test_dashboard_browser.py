@@ -18,7 +18,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from colltune.store import Store
+from colltune.store.store import Store
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
@@ -56,7 +56,7 @@ def dashboard(tmp_path_factory, fixture_doc, record, record_evil, child_env):
         record_evil(store, fixture_doc("bcast_mpich_16.json"))
     log = (tmp / "server.log").open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "colltune.store_cli", "serve", "--db", str(db), "--port", "0"],
+        [sys.executable, "-m", "colltune.cli", "serve", "--db", str(db), "--port", "0"],
         stdout=subprocess.PIPE, stderr=log, text=True, env=child_env())
     try:
         url = _announced_url(proc)

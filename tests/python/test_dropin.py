@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from colltune.mpi import MPIBuild, MPIError
+from colltune.core.mpi import MPIBuild, MPIError
 
 NRANKS = 3  # not a power of two; the split makes communicators of 2 and 1
 WIDE = 5  # the all-at-once runs: communicators of 5, 3 and 2

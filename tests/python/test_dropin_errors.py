@@ -14,8 +14,8 @@ import re
 import subprocess
 
 import pytest
-from colltune.mpi import MPIBuild, MPIError, describe_library
-from colltune.tune import build_library, machine_id
+from colltune.core.mpi import MPIBuild, MPIError, describe_library
+from colltune.tune.tune import build_library, machine_id
 
 OPS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier")
 MPI_NAMES = {"bcast": "Bcast", "reduce": "Reduce", "allreduce": "Allreduce",

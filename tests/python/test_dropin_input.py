@@ -15,7 +15,7 @@ import subprocess
 import sys
 
 import pytest
-from colltune.mpi import MPIBuild, MPIError
+from colltune.core.mpi import MPIBuild, MPIError
 
 sys.path.insert(0, os.path.dirname(__file__))
 from test_dropin import NRANKS, algorithms, launch, ok, routed  # noqa: E402
@@ -32,7 +32,7 @@ def build() -> MPIBuild:
 
 
 def table(build: MPIBuild, entries) -> dict:
-    from colltune.tune import machine_id
+    from colltune.tune.tune import machine_id
 
     lib = "MPICH" if build.flavor == "mpich" else "Open MPI"
     version = "5.0.2" if build.flavor == "mpich" else "5.0.11"

@@ -9,9 +9,9 @@ import re
 import subprocess
 
 import pytest
-from colltune import export
-from colltune import table as tbl
-from colltune.mpi import MPIBuild, MPIError
+from colltune.core.mpi import MPIBuild, MPIError
+from colltune.tune import export
+from colltune.tune import table as tbl
 
 
 def entry(op, ranks, size, alg, seg=0):

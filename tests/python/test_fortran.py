@@ -21,8 +21,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from colltune.monitor import consistency
-from colltune.mpi import project_root
+from colltune.core.mpi import project_root
+from colltune.monitor.monitor import consistency
 
 NRANKS = 3
 PROGRAMS = ("mpif", "mpi", "f08")  # tests/fortran/coll_<program>.F90

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from colltune.validate import segment_sizes, summarize
+from colltune.model.validate import segment_sizes, summarize
 
 SYNTHETIC = Path(__file__).parent / "fixtures" / "p2p_synthetic.json"
 G, T = 2.0, 10.0
@@ -168,7 +168,7 @@ def test_predict_hosts_errors(env):
 
 
 def test_node_layout_block_placement():
-    from colltune.model import ModelError, node_layout
+    from colltune.model.model import ModelError, node_layout
 
     assert node_layout(7, hosts=3) == [0, 0, 1, 1, 2, 2, 2]
     assert node_layout(7, ppn=3) == [0, 0, 0, 1, 1, 1, 2]
@@ -178,7 +178,7 @@ def test_node_layout_block_placement():
 
 
 def test_between_hosts_flag_is_validated(tmp_path):
-    from colltune.p2p_schema import validate
+    from colltune.p2p.schema import validate
 
     doc = json.loads(TWO.read_text())
     assert validate(doc) == []

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from colltune.monitor import consistency, run_monitored
-from colltune.mpi import MPIBuild
+from colltune.core.mpi import MPIBuild
+from colltune.monitor.monitor import consistency, run_monitored
 
 N = 4
 BINS = 48

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from colltune.overlap import ns_of
+from colltune.nbc.overlap import ns_of
 
 
 def colltune(*args, env, cwd, timeout=600):

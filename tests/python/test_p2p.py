@@ -11,9 +11,9 @@ import subprocess
 import sys
 
 import pytest
-from colltune.mpi import MPIBuild, available_builds
-from colltune.p2p_schema import P2PFileError, load, switches, validate
-from colltune.store import Store
+from colltune.core.mpi import MPIBuild, available_builds
+from colltune.p2p.schema import P2PFileError, load, switches, validate
+from colltune.store.store import Store
 
 
 @pytest.fixture()

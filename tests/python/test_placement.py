@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from colltune.mpi import MPIBuild, MPIError, Placement
-from colltune.probe_cluster import host_layers
+from colltune.core.hosts import Placement
+from colltune.core.mpi import MPIBuild, MPIError
+from colltune.probe.cluster import host_layers
 
 
 def build(flavor: str, placement: Placement) -> MPIBuild:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
-from colltune.machine_schema import validate
-from colltune.probe_caches import (
+from colltune.probe.caches import (
     analyze_curve,
     candidate_sizes,
     estimate_physical,
@@ -15,13 +14,14 @@ from colltune.probe_caches import (
     miss_ratio,
     size_grid,
 )
-from colltune.probe_cluster import (
+from colltune.probe.cluster import (
     bandwidth_groups,
     cluster_values,
     comm_layers,
     parse_cpu_list,
     sharing_groups,
 )
+from colltune.probe.schema import validate
 
 KiB, MiB = 1 << 10, 1 << 20
 

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from colltune.machine_schema import validate
-from colltune.mpi import MPIBuild
-from colltune.probe import Probe
-from colltune.store import Store
+from colltune.core.mpi import MPIBuild
+from colltune.probe.probe import Probe
+from colltune.probe.schema import validate
+from colltune.store.store import Store
 
 
 @pytest.fixture()
@@ -90,7 +90,7 @@ def test_no_build_is_a_clear_message(tmp_path, env):
 
 
 def test_quick_probe_for_colltune_run(tmp_path):
-    from colltune.probe import quick_probe
+    from colltune.probe.probe import quick_probe
 
     with Store.open(tmp_path / "ct.db") as st:
         run = st.begin_run("run", ["run"])

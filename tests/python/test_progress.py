@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from colltune import progress
+from colltune.core import progress
 
 
 class Clock:

@@ -7,9 +7,9 @@ import re
 from html.parser import HTMLParser
 
 import pytest
-from colltune import store_cli
-from colltune.report import render_report, write_report
-from colltune.store import Store
+from colltune import cli
+from colltune.report.report import render_report, write_report
+from colltune.store.store import Store
 
 # What the report may reference from outside itself: nothing (data: URIs are inline).
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?!#|data:)[a-z]+:|url\(\s*["']?https?:|"""
@@ -131,7 +131,7 @@ def test_report_verb_defaults_to_the_latest_complete_run_with_results(filled_db,
         record(store, [])  # complete, but nothing to show
         record(store, [docs["bcast_mpich"]], status="failed")
     out = tmp_path / "latest.html"
-    assert store_cli.main(["report", "--db", str(filled_db), "-o", str(out)]) == 0
+    assert cli.main(["report", "--db", str(filled_db), "-o", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out
     assert "colltune report: run 2</title>" in out.read_text()
 
@@ -139,16 +139,12 @@ def test_report_verb_defaults_to_the_latest_complete_run_with_results(filled_db,
 def test_report_verb_without_any_complete_run(tmp_path, capsys):
     db = tmp_path / "c.db"
     Store.open(db).close()
-    assert store_cli.main(["report", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 1
+    assert cli.main(["report", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 1
     assert "no complete run with results" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
 
 
 def test_the_colltune_command_has_the_store_verbs():
-    try:
-        from colltune import cli
-    except ImportError as exc:  # the other verbs' module may not be there yet
-        pytest.skip(f"colltune.cli does not import: {exc}")
     parser = cli.build_parser()
     for verb in ("runs", "export", "report", "serve"):
         assert parser.parse_args([verb, "1"] if verb == "export" else [verb]).func

@@ -21,8 +21,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from colltune.mpi import MPIBuild, MPIError, describe_library
-from colltune.tune import build_library
+from colltune.core.mpi import MPIBuild, MPIError, describe_library
+from colltune.tune.tune import build_library
 
 NRANKS = (1, 2, 3, 4, 5, 8)
 # The operations the drop-in intercepts in their non-blocking form.

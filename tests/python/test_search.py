@@ -1,4 +1,4 @@
-"""The autotuner's search strategies (colltune.search) on synthetic cost surfaces shaped like
+"""The autotuner's search strategies (colltune.tune.search) on synthetic cost surfaces shaped like
 the seed paper's figure 2 (IJHPCA 2004): per method, time against segment size falls as an
 exponential slope from the smallest segments onto a plateau with small local minima, and
 rises a little toward the unsegmented end, which is close to the optimum but not at it.
@@ -17,7 +17,8 @@ import math
 import random
 
 import pytest
-from colltune.search import (
+from colltune.model.validate import segment_sizes
+from colltune.tune.search import (
     STRATEGIES,
     Result,
     descent_order,
@@ -32,7 +33,6 @@ from colltune.search import (
     smgd,
     unsegmented,
 )
-from colltune.validate import segment_sizes
 
 SEGS = segment_sizes(1 << 20)  # 1 KiB ... 1 MiB, 11 sizes, the last the whole message
 N = len(SEGS)
@@ -340,7 +340,7 @@ def test_model_skips_candidates_the_model_refuses():
 
     def partial(alg, seg):
         if alg == "chain":
-            raise ValueError("unknown algorithm")  # as colltune.model.ModelError
+            raise ValueError("unknown algorithm")  # as colltune.model.model.ModelError
         return math.nan if seg == 1 << 20 else s.times[(alg, seg)]
 
     res, spy = run("model", s, predict=partial, top=2)

@@ -15,7 +15,7 @@ import sys
 import time
 
 import pytest
-from colltune.store import Store
+from colltune.store.store import Store
 
 # native only, 16 B .. 4 MiB: 19 sizes (a progress line each with COLLTUNE_PROGRESS_INTERVAL=0),
 # the last one the longest by far.

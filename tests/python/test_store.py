@@ -17,14 +17,14 @@ import time
 from pathlib import Path
 
 import pytest
-from colltune import store_cli
-from colltune.machine import fingerprint
-from colltune.store import SCHEMA_VERSION, Store, StoreError, default_path
+from colltune.core.machine import fingerprint
+from colltune.store import cli as store_cli
+from colltune.store.store import SCHEMA_VERSION, Store, StoreError, default_path
 
 # A benchmark that never ends on its own: it records one bench document after another.
 WORKER = r"""
 import json, sys, time
-from colltune.store import Store
+from colltune.store.store import Store
 
 docs = [json.load(open(p)) for p in sys.argv[2:]]
 store = Store.open(sys.argv[1])

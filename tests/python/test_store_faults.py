@@ -13,8 +13,8 @@ import threading
 
 import pytest
 from colltune import cli
-from colltune.dashboard import DashboardServer
-from colltune.store import Store, StoreError
+from colltune.report.dashboard import DashboardServer
+from colltune.store.store import Store, StoreError
 
 
 def digest(path) -> str:

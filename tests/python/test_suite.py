@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from colltune.mpi import MPIBuild
-from colltune.suite import BENCHES, plan
+from colltune.core.mpi import MPIBuild
+from colltune.report.suite import BENCHES, plan
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_overhead_levels_count_the_shifts(build, tmp_path, child_env):
 
 
 def test_overhead_on_a_real_application_counts_its_messages(build, tmp_path, child_env):
-    from colltune.mpi import MPIError
+    from colltune.core.mpi import MPIError
 
     try:
         build.tool("ct_cholesky")

@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from colltune import testbed
-from colltune.mpi import MPIBuild, MPIError, available_builds
+from colltune.core import testbed
+from colltune.core.mpi import MPIBuild, MPIError, available_builds
 
 NAME = "ctbt"
 OTHER = "ctbf"  # the beds of the failure tests, apart from the module's
@@ -221,7 +221,7 @@ def test_probe_and_p2p_find_the_layer_between_hosts(tmp_path):
                              capture_output=True, text=True, timeout=600,
                              env={**os.environ, **env})
         assert out.returncode == 0, out.stderr[-3000:]
-        from colltune.p2p_schema import load
+        from colltune.p2p.schema import load
 
         pdoc = load(p2p)
         assert [la["between_hosts"] for la in pdoc["layers"]] == [False, True]

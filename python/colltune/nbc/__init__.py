@@ -1,0 +1,1 @@
+"""Non-blocking collectives next to computation (`colltune overlap`) and its report section."""

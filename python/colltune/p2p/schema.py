@@ -1,0 +1,184 @@
+"""The p2p.json schema (colltune-p2p, version 1, docs/P2P.md): point-to-point costs per
+communication layer, read by the collective models. A validator that names the file, the
+field and the reason, as every colltune input does; and the switch rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..core.files import is_number, problem_recorder, read_validated
+
+SCHEMA = "colltune-p2p"
+SCHEMA_VERSION = 1
+MODES = ("blocking", "immediate", "rendezvous")
+POINT_NUMBERS = ("os_us", "or_us", "g_us", "oneway_us")
+
+
+class P2PFileError(ValueError):
+    """A p2p file that cannot be used: the message names the file, the field, why."""
+
+
+def validate(doc, where: str = "p2p.json") -> list[str]:
+    """Every problem found in a p2p document (empty: valid)."""
+    errors: list[str] = []
+
+    need = problem_recorder(where, errors)
+
+    def value(v, field, null=False):
+        if v is None and null:
+            return True
+        if not need(is_number(v), field, "not a number" + (" or null" if null else "")):
+            return False
+        return need(v >= 0, field, f"negative ({v})")
+
+    def number(obj, key, field, *, null=False):
+        if key not in obj:
+            return need(False, field, "missing")
+        return value(obj[key], field, null)
+
+    if not need(isinstance(doc, dict), "(top)", "not a JSON object"):
+        return errors
+    if not need(doc.get("schema") == SCHEMA, "schema",
+                f"expected {SCHEMA!r}, found {doc.get('schema')!r}"):
+        return errors
+    version = doc.get("schema_version")
+    if not need(version == SCHEMA_VERSION and not isinstance(version, bool), "schema_version",
+                f"schema_version {version!r} is not supported "
+                f"(this colltune reads {SCHEMA_VERSION})"):
+        return errors
+    for key in ("colltune_version", "created_at"):
+        need(isinstance(doc.get(key), str), key, "missing" if key not in doc else "not a string")
+    for key in ("quick", "complete"):
+        need(isinstance(doc.get(key), bool), key, "missing" if key not in doc else "not a boolean")
+    need(isinstance(doc.get("host"), dict), "host", "missing or not an object")
+    mpi = doc.get("mpi")
+    if need(isinstance(mpi, dict), "mpi", "missing or not an object"):
+        for key in ("build", "implementation", "version", "library"):
+            need(isinstance(mpi.get(key), str), f"mpi.{key}",
+                 "missing" if key not in mpi else "not a string")
+    warnings = doc.get("warnings")
+    need(isinstance(warnings, list) and all(isinstance(w, str) for w in warnings), "warnings",
+         "missing or not a list of strings")
+    pending = doc.get("pending_counts")
+    pending_ok = need(isinstance(pending, list) and pending
+                      and all(isinstance(k, int) and not isinstance(k, bool) and k >= 1
+                              for k in pending), "pending_counts",
+                      "missing or not a list of positive integers")
+    if pending_ok:
+        need(all(a < b for a, b in zip(pending, pending[1:], strict=False)), "pending_counts",
+             "not ascending")
+    layers = doc.get("layers")
+    if need(isinstance(layers, list), "layers", "missing or not a list"):
+        for i, layer in enumerate(layers):
+            _layer(layer, f"layers[{i}]", pending if pending_ok else None, need, number, value)
+    local = doc.get("local")
+    if need(isinstance(local, dict), "local", "missing or not an object"):
+        sizes = local.get("sizes_bytes")
+        if _sizes(sizes, "local.sizes_bytes", need):
+            for key in ("copy_us", "reduce_us"):
+                values = local.get(key)
+                f = f"local.{key}"
+                if need(isinstance(values, list), f, "missing or not a list") and need(
+                        len(values) == len(sizes), f,
+                        f"{len(values)} values for {len(sizes)} sizes"):
+                    for j, v in enumerate(values):
+                        value(v, f"{f}[{j}]")
+    return errors
+
+
+def _sizes(sizes, field, need) -> bool:
+    if not need(isinstance(sizes, list), field, "missing or not a list"):
+        return False
+    ok = True
+    for j, s in enumerate(sizes):
+        ok &= need(isinstance(s, int) and not isinstance(s, bool) and s >= 1,
+                   f"{field}[{j}]", "not a positive integer")
+    if ok:
+        for j in range(1, len(sizes)):
+            if not need(sizes[j] > sizes[j - 1], f"{field}[{j}]",
+                        f"not ascending ({sizes[j]} after {sizes[j - 1]})"):
+                return False
+    return ok
+
+
+def _layer(layer, f, pending, need, number, value) -> None:
+    if not need(isinstance(layer, dict), f, "not an object"):
+        return
+    need(isinstance(layer.get("layer"), int) and not isinstance(layer.get("layer"), bool)
+         and layer["layer"] >= 0, f + ".layer",
+         "missing" if "layer" not in layer else "not a non-negative integer")
+    pair = layer.get("pair", "missing")
+    need(pair is None or (isinstance(pair, list) and len(pair) == 2
+                          and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0
+                                  for c in pair)), f + ".pair",
+         "missing" if pair == "missing" else "not null or a [core, core] pair")
+    number(layer, "latency_us", f + ".latency_us", null=True)
+    # optional (older files lack them): absent means inside one host
+    need(isinstance(layer.get("between_hosts", False), bool), f + ".between_hosts",
+         "not a boolean")
+    hosts = layer.get("hosts")
+    need(hosts is None or (isinstance(hosts, list) and len(hosts) == 2
+                           and all(isinstance(h, str) and h for h in hosts)),
+         f + ".hosts", "not null or a [host, host] pair")
+    points = layer.get("points")
+    if need(isinstance(points, list), f + ".points", "missing or not a list"):
+        previous = None
+        for j, p in enumerate(points):
+            pf = f"{f}.points[{j}]"
+            if not need(isinstance(p, dict), pf, "not an object"):
+                continue
+            size = p.get("size_bytes")
+            if need(isinstance(size, int) and not isinstance(size, bool) and size >= 1,
+                    pf + ".size_bytes",
+                    "missing" if "size_bytes" not in p else "not a positive integer"):
+                if previous is not None:
+                    need(size > previous, pf + ".size_bytes",
+                         f"not ascending ({size} after {previous})")
+                previous = size
+            for key in POINT_NUMBERS:
+                number(p, key, f"{pf}.{key}")
+            need(p.get("mode") in MODES, pf + ".mode",
+                 "missing" if "mode" not in p else
+                 f"unknown mode {p.get('mode')!r} (one of {', '.join(MODES)})")
+            for key in ("os_pending_us", "g_pending_us"):
+                values = p.get(key)
+                if not need(isinstance(values, list), f"{pf}.{key}", "missing or not a list"):
+                    continue
+                if pending is not None:
+                    need(len(values) == len(pending), f"{pf}.{key}",
+                         f"{len(values)} values for {len(pending)} pending_counts")
+                for k, v in enumerate(values):
+                    value(v, f"{pf}.{key}[{k}]")
+    switches = layer.get("switches")
+    if need(isinstance(switches, list), f + ".switches", "missing or not a list"):
+        for j, s in enumerate(switches):
+            sf = f"{f}.switches[{j}]"
+            if not need(isinstance(s, dict), sf, "not an object"):
+                continue
+            need(isinstance(s.get("at_bytes"), int) and not isinstance(s.get("at_bytes"), bool)
+                 and s["at_bytes"] >= 1, sf + ".at_bytes", "not a positive integer")
+            for key in ("from", "to"):
+                need(s.get(key) in MODES, f"{sf}.{key}",
+                     f"unknown mode {s.get(key)!r} (one of {', '.join(MODES)})")
+
+
+def switches(points: list[dict]) -> list[dict]:
+    """Where the Isend mode changes along ascending sizes. A new mode counts only once it
+    holds for 2 consecutive points: a single-point blip (noise on a shared machine) is
+    ignored, and so is a change at the very last point."""
+    out: list[dict] = []
+    if not points:
+        return out
+    current = points[0]["mode"]
+    for i in range(1, len(points) - 1):
+        mode = points[i]["mode"]
+        if mode != current and points[i + 1]["mode"] == mode:
+            out.append({"at_bytes": points[i]["size_bytes"], "from": current, "to": mode})
+            current = mode
+    return out
+
+
+def load(path: str | Path) -> dict:
+    """Read and validate a p2p file; P2PFileError says what is wrong."""
+
+    return read_validated(path, validate, P2PFileError)

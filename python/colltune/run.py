@@ -1,0 +1,269 @@
+"""`colltune run`, the main job: probe, p2p, every operation benchmarked, tuning, overlap and
+the suite, recorded, then the report. It drives every stage, so it sits above them all, next
+to the command line (cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from .bench.bench import (
+    BenchFailed,
+    BenchInterrupted,
+    BenchStream,
+    bench_arguments,
+    check_bench_args,
+    comparison_table,
+    open_store,
+    ratio_text,
+    run_bench,
+)
+from .core.colls import COLLS
+from .core.files import Terminated
+from .core.mpi import MPIBuild, MPIError
+from .core.units import human_size
+
+# `colltune run` on a small machine: every operation, every algorithm, in a few minutes.
+RUN_MAX = "1M"
+RUN_ITERS = 10
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="the main job: benchmark every operation, record, report")
+    bench_arguments(p, max_size=RUN_MAX, iters=RUN_ITERS)
+    p.add_argument("-o", "--output", default=None,
+                   help="report file (default: colltune-report.html in the current directory)")
+    p.set_defaults(func=cmd_run)
+
+
+class Stages:
+    """The steps of `colltune run`, in one style: `[k/N] name: what it does` when a step
+    starts, then one line `[k/N] name: result (T s)` (or `... FAILED: why (T s)`) when it ends;
+    what a step prints in between (tables) is its detail."""
+
+    def __init__(self, names: list[str]):
+        self.names = names
+        self.k = 0
+        self.started = time.monotonic()
+
+    @property
+    def label(self) -> str:
+        return f"[{self.k}/{len(self.names)}] {self.names[self.k - 1]}"
+
+    def start(self, what: str) -> None:
+        self.k += 1
+        self.started = time.monotonic()
+        print(f"{self.label}: {what}", flush=True)
+
+    def done(self, result: str) -> None:
+        print(f"{self.label}: {result} ({time.monotonic() - self.started:.1f} s)", flush=True)
+
+    def failed(self, why) -> None:
+        why = " ".join(str(why).split())  # one line
+        print(f"{self.label}: FAILED: {why}; the run goes on without it "
+              f"({time.monotonic() - self.started:.1f} s)", flush=True)
+
+
+def probe_result(doc: dict) -> str:
+    from .core.units import fmt_size
+
+    parts = []
+    if doc.get("caches"):
+        parts.append("caches " + ", ".join(f"L{c['level']} {fmt_size(c['size_bytes'])}"
+                                           for c in doc["caches"]))
+    mem = doc.get("memory")
+    if mem:
+        parts.append(f"memory copy {mem['reference_gbps']:.2f} GB/s on one core")
+    layers = doc.get("comm_layers") or []
+    if layers:
+        parts.append(f"{len(layers)} communication layer(s)")
+    bad = [n for n, p in doc.get("parts", {}).items() if p.get("status") not in ("ok", "skipped")]
+    if bad:
+        parts.append("failed parts: " + ", ".join(bad))
+    return "; ".join(parts) or "nothing measured"
+
+
+def p2p_result(doc: dict) -> str:
+    layers = doc.get("layers", [])
+    text = "; ".join(f"layer {la['layer']}: {len(la['points'])} sizes"
+                     + (f", latency {la['latency_us']:.2f} us" if la.get("latency_us")
+                        is not None else "") for la in layers)
+    return (text or "no layer measured") + ("" if doc.get("complete", True) else ", INCOMPLETE")
+
+
+def best_rows(doc: dict) -> list[tuple[int, str, float, float | None]]:
+    """Per size: (size, best colltune algorithm, its median, native's median or None)."""
+    cell: dict[int, dict[str, float]] = {}
+    for r in doc.get("results", []):
+        if r.get("check") != "FAILED" or r["algorithm"] == "native":
+            cell.setdefault(r["size"], {})[r["algorithm"]] = r["median_us"]
+    rows = []
+    for size in sorted(cell):
+        ct = {a: v for a, v in cell[size].items() if a != "native"}
+        if ct:
+            best = min(ct, key=ct.get)
+            rows.append((size, best, ct[best], cell[size].get("native")))
+    return rows
+
+
+def bench_result(doc: dict) -> str:
+    results = doc.get("results", [])
+    rows = [r for r in best_rows(doc) if r[3]]
+    faster = [r for r in rows if r[2] < r[3]]
+    text = f"{len(results)} results"
+    if rows:
+        best = min(rows, key=lambda r: r[2] / r[3])
+        where = "" if doc.get("op") == "barrier" else f" at {human_size(best[0])}"
+        text += (f"; colltune faster than native at {len(faster)} of {len(rows)} size(s), best "
+                 f"{best[1]}{where} at {ratio_text(best[2] / best[3])} x native")
+    failed = sorted({r["algorithm"] for r in results if r.get("check") == "FAILED"})
+    if failed:
+        text += "; RESULT DIFFERS FROM NATIVE for " + ", ".join(failed)
+    return text
+
+
+def overlap_result(doc: dict) -> str:
+    parts = []
+    for st in doc.get("studies", []):
+        for row in st.get("rows", []):
+            pct = max((r["overlap_pct"] for r in row["results"].values()), default=0.0)
+            parts.append(f"N = {row['n']}: best S {row['measured_best_s']}, model S "
+                         f"{row['model_s']}, overlap up to {pct:.1f}%")
+    return "; ".join(parts) or "no row measured"
+
+
+def suite_result(doc: dict) -> str:
+    benches = sorted({c["bench"] for c in doc.get("configs", [])})
+    text = (f"{len(doc.get('configs', []))} configuration(s) measured"
+            + (f" ({', '.join(benches)})" if benches else ""))
+    warnings = doc.get("warnings", [])
+    return text + (f"; {len(warnings)} warning(s): {warnings[0]}" if warnings else "")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """The main job on this machine: a quick probe of the machine (machine.json), then every
+    algorithm of every operation and native on all cores (sizes up to 1 MiB, 10 iterations
+    each by default, so that it takes minutes on a small machine; `colltune bench` does the
+    full sweep), recorded in the store, with a table per operation, then the report."""
+    from .report.report import write_report
+
+    try:
+        build = MPIBuild.select(args.mpi)
+        check_bench_args(args, list(COLLS), build)
+    except MPIError as e:
+        print(f"colltune: {e}", file=sys.stderr)
+        return 2
+    store = open_store()
+    started = time.monotonic()
+    print(f"colltune run: {args.ranks} ranks, MPI {build.name}, "
+          f"binding {build.binding_label(args.ranks, not args.no_bind)}, "
+          f"{len(COLLS)} operations, sizes {human_size(args.min)} to {human_size(args.max)}, "
+          f"{args.iters or 'adaptive'} iterations; store {store.path}")
+    run = store.begin_run("run", sys.argv[1:], ranks=args.ranks,
+                          binding=build.binding_label(args.ranks, not args.no_bind))
+    stages = Stages(["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "overlap",
+                     "suite"])
+    try:
+        # The machine first: caches, sharing, memory and communication layers, quickly.
+        from .probe.probe import quick_probe
+
+        stages.start("quick probe of the machine (colltune probe --quick) -> machine.json")
+        mdoc = quick_probe(run, build=build, output="machine.json")
+        if mdoc is None:
+            stages.failed("nothing measured (see above)")
+        else:
+            stages.done(probe_result(mdoc))
+        stages.start("point-to-point costs (colltune p2p --quick) -> p2p.json")
+        from .p2p.p2p import P2PError, measure_p2p, p2p_bench
+
+        try:
+            machine = "machine.json" if Path("machine.json").exists() else None
+            p2p = measure_p2p(build, quick=True, machine=machine, output="p2p.json")
+            run.add_bench(p2p_bench(p2p, "colltune p2p --quick"))
+            stages.done(p2p_result(p2p))
+        except (P2PError, ValueError) as e:  # the benchmarks still run without it
+            stages.failed(e)
+        for op in COLLS:
+            stages.start(f"every algorithm and native, {human_size(args.min)} to "
+                         f"{human_size(args.max)}" if op != "barrier" else
+                         "every algorithm and native")
+            stream = BenchStream(run)
+            try:
+                doc = run_bench(build, op, args, sink=stream, progress_label=stages.label)
+            except (BenchInterrupted, BenchFailed) as e:
+                stream.close(e.doc)
+                raise
+            stream.close(doc)
+            run.set_meta(mpi=doc["mpi"])
+            print(comparison_table(doc))
+            stages.done(bench_result(doc))
+        stages.start("model-guided tuning of every operation on a reduced size grid "
+                     "(colltune tune --strategy model) -> colltune-table.json")
+        from .tune.tune import TuneError, run_tuning, summary, tune_bench
+
+        try:
+            from .model.model import Model, load_p2p
+            from .tune.search import reduced_sizes
+
+            predict = Model.from_p2p(build, load_p2p("p2p.json"))
+            points = [(op, args.ranks, 0 if op == "barrier" else s) for op in COLLS
+                      for s in (reduced_sizes(8, args.max) if op != "barrier" else [0])]
+            tdoc, evals, secs, _ = run_tuning(build, build.registry(), points, "model",
+                                              output="colltune-table.json", iters=5,
+                                              predict_model=predict)
+            first, *rest = summary(tdoc, evals, secs).splitlines()
+            print("\n".join(rest))
+            run.add_bench(tune_bench(tdoc, evals, secs))
+            stages.done(first)
+        except (TuneError, ValueError, OSError, MPIError) as e:
+            stages.failed(e)
+        stages.start("a short overlap study (colltune overlap: 256 KiB bcast, N = Nproc-1)")
+        from .nbc.overlap import OverlapError, overlap_bench, short_study
+
+        try:
+            ov = short_study(build, args.ranks)
+            run.add_bench(overlap_bench(ov))
+            stages.done(overlap_result(ov))
+        except OverlapError as e:  # the rest of the run stands without it
+            stages.failed(e)
+        stages.start("the monitoring paper's benchmarks, quick (colltune suite --quick)")
+        from .report.suite import SuiteError, run_suite, suite_bench
+
+        try:
+            machine = "machine.json" if Path("machine.json").exists() else None
+            if machine:
+                from .probe.schema import load as load_machine
+
+                machine = load_machine(machine)
+            sdoc = run_suite(build, quick=True, machine=machine, max_ranks=args.ranks)
+            run.add_bench(suite_bench(sdoc, "colltune suite --quick"))
+            stages.done(suite_result(sdoc))
+        except (SuiteError, MPIError, ValueError) as e:  # the rest of the run stands
+            stages.failed(e)
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, Terminated) or getattr(e, "terminated", False)
+        how = "SIGTERM" if terminated else "SIGINT (Ctrl-C)"
+        run.finish("interrupted", f"interrupted by {how}")
+        print(f"colltune: interrupted by {how}; what was measured is kept in the store",
+              file=sys.stderr)
+        return 143 if terminated else 130
+    except BenchFailed as e:
+        run.finish("failed", e.reason)
+        print(f"colltune: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:
+        run.finish("failed", str(e))
+        print(f"colltune: {e}", file=sys.stderr)
+        return 1
+    run.finish("complete")
+    out = args.output or "colltune-report.html"
+    write_report(store, [run.id], out)
+    # The time the store holds for the run, so that what is printed is what is recorded.
+    recorded = store.runs(limit=None, verb="run")
+    took = next((r["duration_s"] for r in recorded if r["id"] == run.id), None)
+    took = time.monotonic() - started if took is None else took
+    print(f"done in {took:.1f} s: run {run.id} recorded in {store.path}")
+    print(f"report: {Path(out).resolve()}")
+    return 0
