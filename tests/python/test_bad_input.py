@@ -9,7 +9,7 @@ import json
 
 import pytest
 from colltune import cli
-from colltune.core.args import parse_size
+from colltune.core.units import parse_size
 from colltune.store.store import Store
 
 # (argv, words the one line must contain: the argument and the allowed values)

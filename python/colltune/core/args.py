@@ -11,35 +11,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 
-from .units import fmt_size
+from .units import fmt_size, parse_size
 
 # The exit status of a usage error (argparse's and the shell's convention).
 USAGE_STATUS = 2
-# Binary units, case-insensitive: 8, 8B, 64K, 64KiB, 4M, 4MiB, 1G, 1GiB (KB, MB, GB too).
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
-_SIZE_RE = re.compile(r"\s*(\d+)\s*([a-zA-Z]*)\s*")
-SIZE_FORMS = "a whole number of bytes with an optional unit B, K/KiB, M/MiB, G/GiB (e.g. 64K)"
 # Counts are C ints in MPI: no message may have more elements than this.
 MAX_COUNT = (1 << 31) - 1
 
 
 class UsageError(Exception):
     """A bad argument or combination of arguments: one line, exit status 2."""
-
-
-def parse_size(text: str | int) -> int:
-    """Bytes from 8, 8B, 64K, 64KiB, 4M, 4MiB, 1G, 1GiB (binary units, any case).
-    ValueError, with the accepted forms, for anything else."""
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    m = _SIZE_RE.fullmatch(str(text))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"'{text}' is not a size: {SIZE_FORMS}")
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
 def size_type(minimum: int = 1, maximum: int | None = None):

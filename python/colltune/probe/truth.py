@@ -10,22 +10,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core import units
+from ..core.units import fmt_size
 from .caches import grid_steps
 from .cluster import parse_cpu_list
 
 CPU_ROOT = Path("/sys/devices/system/cpu")
-_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 def parse_size(text: str | None) -> int | None:
-    """'32K' -> 32768 (sysfs cache sizes)."""
-    if not text:
-        return None
-    text = text.strip()
-    mult = _UNITS.get(text[-1:].upper(), 1)
-    digits = text[:-1] if text[-1:].upper() in _UNITS else text
+    """'32K' -> 32768 (sysfs cache sizes); None when absent or not a size."""
     try:
-        return int(digits) * mult
+        return units.parse_size(text) if text else None
     except ValueError:
         return None
 
@@ -105,14 +101,14 @@ def compare(caches: list[dict], grid: list[int]) -> list[str]:
             flags["size"] = measured == os_size
             flags["size_within_one_step"] = steps is not None and steps <= 1
             if measured != os_size:
-                notes.append(f"{name} size: measured {_fmt(measured)}, the OS says "
-                             f"{_fmt(os_size)} ({steps if steps is not None else '?'} step(s) of "
-                             "the size grid apart)")
+                apart = steps if steps is not None else "?"
+                notes.append(f"{name} size: measured {fmt_size(measured)}, the OS says "
+                             f"{fmt_size(os_size)} ({apart} step(s) of the size grid apart)")
         elif measured and not os_size:
-            notes.append(f"{name}: measured {_fmt(measured)}, the OS reports no such cache")
+            notes.append(f"{name}: measured {fmt_size(measured)}, the OS reports no such cache")
         hw = c.get("hwloc_size_bytes")
         if hw and os_size and hw != os_size:
-            notes.append(f"{name} size: hwloc says {_fmt(hw)}, the OS {_fmt(os_size)}")
+            notes.append(f"{name} size: hwloc says {fmt_size(hw)}, the OS {fmt_size(os_size)}")
         if c.get("shared_by") is not None and c.get("os_shared_by") is not None:
             flags["sharing"] = c["shared_by"] == c["os_shared_by"]
             if not flags["sharing"]:
@@ -124,10 +120,3 @@ def compare(caches: list[dict], grid: list[int]) -> list[str]:
 
 def _groups(groups: list[list[int]]) -> str:
     return " ".join("{" + ",".join(map(str, g)) + "}" for g in groups)
-
-
-def _fmt(n: int) -> str:
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= div:
-            return f"{n / div:g} {unit}"
-    return f"{n} B"

@@ -22,12 +22,12 @@ import time
 from pathlib import Path
 
 from ..bench.bench import bench_bytes_per_rank
-from ..core.args import UsageError, check_memory, need, parse_size, positive_int, split_list
+from ..core.args import UsageError, check_memory, need, positive_int, split_list
 from ..core.colls import COLLS
 from ..core.files import Terminated
 from ..core.mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from ..core.progress import ProgressBar
-from ..core.units import human_size
+from ..core.units import human_size, parse_size
 from . import table as tbl
 
 SEG_MIN = 1024
