@@ -91,6 +91,20 @@ void ct_job_free(ct_job *job)
 
 /* ---- Per-communicator state --------------------------------------------- */
 
+/* A shared segment: flags (one cache line per rank of the communicator, by its
+ * rank) then data, over a group of ranks that share memory. state 0 before it is
+ * made, 1 ready, -1 refused (the group's ranks do not share memory). */
+typedef struct shm_segment {
+    int state;
+    MPI_Comm comm;
+    MPI_Win win;
+    void *flags, *data;
+    size_t bytes;
+    /* Calls on it so far: the epoch of its flags (each segment its own, so that a
+     * call's "the previous call is done" means the previous call on this segment). */
+    unsigned long long seq;
+} shm_segment;
+
 typedef struct comm_state {
     MPI_Comm priv;      /* private duplicate: our messages never meet the app's */
     atomic_int refs;    /* the communicator's attribute and each pending job (ct_job_retain):
@@ -100,14 +114,10 @@ typedef struct comm_state {
     int *node_of;       /* the node layout (ct_params.node_of), once a hierarchical
                            algorithm asked for it; NULL before */
     unsigned layout_id;
-    /* The node's shared segment, made on the first shared-memory call: shm_state 0
-     * before, 1 ready, -1 refused (the ranks are not all on one node). */
-    int shm_state;
-    MPI_Comm shm_comm;
-    MPI_Win shm_win;
-    void *shm_flags, *shm_data;
-    size_t shm_bytes;
-    unsigned long long shm_seq; /* shared-memory calls so far: the epoch of flags */
+    /* Shared segments, made on the first call that needs them: the communicator's
+     * (every rank on one node: the shared-memory algorithms) and its nodes' (one per
+     * node of the layout: the shared-memory parts of the hierarchical ones). */
+    shm_segment shm, node_shm;
     /* The fast path of blocking calls: the last one that ran, but its buffers. A call
      * equal to it (same operation, counts, predefined types and op, root, algorithm and
      * options) reuses st->job as it is, without checks or generation. */
@@ -131,10 +141,12 @@ static void state_unref(comm_state *st, int collective)
 {
     if (atomic_fetch_sub(&st->refs, 1) != 1)
         return;
-    if (st->shm_state > 0 && collective) {
-        PMPI_Win_free(&st->shm_win);
-        PMPI_Comm_free(&st->shm_comm);
-    }
+    shm_segment *segs[2] = {&st->shm, &st->node_shm};
+    for (int i = 0; i < 2; i++)
+        if (segs[i]->state > 0 && collective) {
+            PMPI_Win_free(&segs[i]->win);
+            PMPI_Comm_free(&segs[i]->comm);
+        }
     if (st->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&st->priv);
     ct_job_free(&st->job);
@@ -164,56 +176,66 @@ static size_t shm_segment_bytes(void)
     return (size_t)(v * scale);
 }
 
-/* Collective over st->priv, on the first shared-memory call: the segment, its flags
- * each set to "done with call 0". All ranks agree on refusing it. */
-static int shm_setup(comm_state *st, int size, int rank)
+/* Collective over st->priv, on the first call that needs seg: the segment over the
+ * ranks of group (color: ranks of equal color form one group), its flags each set to
+ * "done with call 0". It is refused, on every rank alike, when a group's ranks do
+ * not all share memory. */
+static int segment_setup(comm_state *st, shm_segment *seg, int color, int size, int rank)
 {
-    if (st->shm_state)
+    if (seg->state)
         return MPI_SUCCESS;
-    MPI_Comm node;
-    int rc = PMPI_Comm_split_type(st->priv, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm group, node;
+    int rc = PMPI_Comm_split(st->priv, color, rank, &group);
     if (rc != MPI_SUCCESS)
         return rc;
-    int nsize = 0, one_node;
-    PMPI_Comm_size(node, &nsize);
-    one_node = nsize == size;
-    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, &one_node, 1, MPI_INT, MPI_MIN, st->priv)) !=
+    int gsize = 0, nsize = 0, shared;
+    PMPI_Comm_size(group, &gsize);
+    if ((rc = PMPI_Comm_split_type(group, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node)) !=
         MPI_SUCCESS) {
-        PMPI_Comm_free(&node);
+        PMPI_Comm_free(&group);
         return rc;
     }
-    if (!one_node) {
-        PMPI_Comm_free(&node);
-        st->shm_state = -1;
+    PMPI_Comm_size(node, &nsize);
+    PMPI_Comm_free(&node);
+    shared = nsize == gsize;
+    if ((rc = PMPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MIN, st->priv)) !=
+        MPI_SUCCESS) {
+        PMPI_Comm_free(&group);
+        return rc;
+    }
+    if (!shared) {
+        PMPI_Comm_free(&group);
+        seg->state = -1;
         return MPI_SUCCESS;
     }
+    int grank;
+    PMPI_Comm_rank(group, &grank);
     size_t header = (size_t)size * FLAG_STRIDE, data = shm_segment_bytes();
     void *mine, *base;
     MPI_Aint qsize;
     int disp;
-    rc = PMPI_Win_allocate_shared(rank == 0 ? (MPI_Aint)(header + data) : 0, 1, MPI_INFO_NULL,
-                                  node, &mine, &st->shm_win);
+    rc = PMPI_Win_allocate_shared(grank == 0 ? (MPI_Aint)(header + data) : 0, 1, MPI_INFO_NULL,
+                                  group, &mine, &seg->win);
     if (rc == MPI_SUCCESS)
-        rc = PMPI_Win_shared_query(st->shm_win, 0, &qsize, &disp, &base);
+        rc = PMPI_Win_shared_query(seg->win, 0, &qsize, &disp, &base);
     if (rc != MPI_SUCCESS) {
-        PMPI_Comm_free(&node);
+        PMPI_Comm_free(&group);
         return rc;
     }
-    if (rank == 0)
+    if (grank == 0)
         for (int r = 0; r < size; r++)
             atomic_store((_Atomic unsigned long long *)((char *)base + (size_t)r * FLAG_STRIDE),
                          (unsigned long long)CT_STEP_DONE);
-    if ((rc = PMPI_Barrier(node)) != MPI_SUCCESS) {
-        PMPI_Win_free(&st->shm_win);
-        PMPI_Comm_free(&node);
+    if ((rc = PMPI_Barrier(group)) != MPI_SUCCESS) {
+        PMPI_Win_free(&seg->win);
+        PMPI_Comm_free(&group);
         return rc;
     }
-    st->shm_comm = node;
-    st->shm_flags = base;
-    st->shm_data = (char *)base + header;
-    st->shm_bytes = data;
-    st->shm_seq = 0;
-    st->shm_state = 1;
+    seg->comm = group;
+    seg->flags = base;
+    seg->data = (char *)base + header;
+    seg->bytes = data;
+    seg->state = 1;
     return MPI_SUCCESS;
 }
 
@@ -811,20 +833,21 @@ static int prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry
     ct_params key;
     memset(&key, 0, sizeof key); /* padding too: keys are compared with memcmp */
     memcpy(&key, p, sizeof *p);
-    if (e->info.flags & CT_ALG_SHARED_MEMORY) {
+    shm_segment *seg = job->segment;
+    if (seg) {
         /* Elements of the call's type the segment holds (element i at i * extent). */
         MPI_Aint over = job->x.true_extent > job->x.extent ? job->x.true_extent - job->x.extent
                                                           : 0;
-        key.shm_count = job->x.extent > 0 && (MPI_Aint)st->shm_bytes > over
-                            ? (size_t)(((MPI_Aint)st->shm_bytes - over) / job->x.extent)
+        key.shm_count = job->x.extent > 0 && (MPI_Aint)seg->bytes > over
+                            ? (size_t)(((MPI_Aint)seg->bytes - over) / job->x.extent)
                             : 0;
-        job->x.shm = st->shm_data;
-        job->x.shm_bytes = st->shm_bytes;
-        job->x.flags = st->shm_flags;
+        job->x.shm = seg->data;
+        job->x.shm_bytes = seg->bytes;
+        job->x.flags = seg->flags;
         job->x.flag_stride = FLAG_STRIDE;
         job->x.shm_rank = p->rank;
         job->x.shm_size = (unsigned long long)(p->count * p->type_size);
-        job->x.epoch = (++st->shm_seq) << 24;
+        job->x.epoch = (++seg->seq) << 24;
     }
     if (!job->have_key || job->key_alg != e || memcmp(&key, &job->key_params, sizeof key)) {
         job->have_key = 0;
@@ -867,7 +890,7 @@ static int setup_movement(const ct_call *c, comm_state *cs, ct_job *st, ct_param
                         : (size_t)c->sendcount * (size_t)ssize;
     st->empty = block == 0;
     if (st->empty) {
-        if (!(e->info.flags & CT_ALG_SHARED_MEMORY))
+        if (!st->segment)
             return MPI_SUCCESS;
         /* Shared memory: nothing to move, but the call is on the flags all the same (the
          * others check its size, and the next call waits for it to be done). */
@@ -1028,8 +1051,8 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     else
         why.cls = MPI_SUCCESS;
     const char *intra = NULL, *inter_part = NULL;
+    unsigned part_flags = 0;
     if (why.cls == MPI_SUCCESS && (e->info.flags & CT_ALG_HIERARCHICAL)) {
-        unsigned part_flags;
         char msg[200];
         if (ct_hier_parts(c->coll, opts ? opts->intra : NULL, opts ? opts->inter : NULL,
                           &intra, &inter_part, &part_flags, msg, sizeof msg))
@@ -1065,17 +1088,19 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     }
     if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
         return ct_raise_error(c->comm, rc, "%s: cannot set up communicator state", cname);
+    shm_segment *segment = NULL;
     if (e->info.flags & CT_ALG_SHARED_MEMORY) {
-        if ((rc = shm_setup(st, size, rank)) != MPI_SUCCESS)
+        if ((rc = segment_setup(st, &st->shm, 0, size, rank)) != MPI_SUCCESS)
             return ct_raise_error(c->comm, rc, "%s/%s: cannot set up the shared segment", cname,
                                   e->info.name);
-        if (st->shm_state < 0)
+        if (st->shm.state < 0)
             return native_on_reject
                        ? ct_call_native(c)
                        : ct_raise_error(c->comm, MPI_ERR_ARG,
                                         "%s algorithm '%s' needs every rank of the "
                                         "communicator on one node",
                                         cname, e->info.name);
+        segment = &st->shm;
     }
     if (e->info.flags & CT_ALG_HIERARCHICAL) {
         if ((rc = node_layout(st, size, rank)) != MPI_SUCCESS)
@@ -1084,16 +1109,42 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
         p.layout_id = st->layout_id;
         p.intra = intra;
         p.inter = inter_part;
+        if (part_flags & CT_ALG_SHARED_MEMORY) {
+            /* Each node's segment serves its intra part; rank order of a
+             * non-commutative op survives only on nodes that are intervals of ranks. */
+            int interleaved = 0;
+            for (int r = 1; r < size; r++)
+                interleaved |= st->node_of[r] < st->node_of[r - 1];
+            if (interleaved && !commutative && (c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE))
+                return native_on_reject
+                           ? ct_call_native(c)
+                           : ct_raise_error(c->comm, MPI_ERR_OP,
+                                            "%s/hier with the shm intra part needs a "
+                                            "commutative operation when nodes interleave ranks",
+                                            cname);
+            if ((rc = segment_setup(st, &st->node_shm, st->node_of[rank], size, rank)) !=
+                MPI_SUCCESS)
+                return ct_raise_error(c->comm, rc, "%s/hier: cannot set up the nodes' shared "
+                                      "segments", cname);
+            if (st->node_shm.state < 0)
+                return native_on_reject
+                           ? ct_call_native(c)
+                           : ct_raise_error(c->comm, MPI_ERR_ARG,
+                                            "%s/hier: the shm intra part needs the ranks of "
+                                            "each node to share memory", cname);
+            segment = &st->node_shm;
+        }
     }
     if (!job)
         job = &st->job;
     job->state = st;
+    job->segment = segment;
     job->empty = 0;
     job->unpack_after = 0;
     *ran = e->info.name;
     if (c->coll == CT_BCAST || c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE) {
         job->empty = (c->recvcount == 0 || x.type_size == 0) &&
-                     !(e->info.flags & CT_ALG_SHARED_MEMORY); /* on the flags all the same */
+                     !segment; /* on the flags all the same */
         if (!job->empty) {
             p.count = x.type_size ? (size_t)c->recvcount : 0; /* zero-size type: no bytes */
             p.type_size = x.type_size;
@@ -1220,8 +1271,8 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
             job->x.dst = c->recvbuf;
         }
         job->x.tag = (int)(st->seq++ & 0x7fff);
-        if (job->alg->info.flags & CT_ALG_SHARED_MEMORY)
-            job->x.epoch = (++st->shm_seq) << 24;
+        if (job->segment)
+            job->x.epoch = (++((shm_segment *)job->segment)->seq) << 24;
         return run_job(c, st);
     }
     rc = ct_call_prepare(c, opts, native_on_reject, NULL, &go, ran);

@@ -29,6 +29,9 @@ typedef struct ct_job {
     /* colltune's state of the communicator (opaque), and what a non-blocking job holds
      * between ct_job_retain and ct_job_release. */
     void *state;
+    /* The shared segment the call's schedule runs on (opaque; NULL: none): the
+     * communicator's, or its node's for a hierarchical one with a shared-memory part. */
+    void *segment;
     MPI_Datatype own_type; /* a duplicate of the program's derived datatype */
     MPI_Op held_op;        /* a user-defined op whose MPI_Op_free waits for the job */
     /* The schedule cache of a communicator's reused job. */

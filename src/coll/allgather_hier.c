@@ -44,6 +44,5 @@ int ct_allgather_hier(const ct_params *p, ct_sched *s)
         q.count = (size_t)p->size * c;
         rc = ct_compose(s, intra, &q, node, -1, 0, CT_BUF_DST, 0, 0);
     }
-    ct_layout_free(&L);
-    return rc || s->error ? -1 : 0;
+    return ct_hier_end(s, &L, rc || s->error ? -1 : 0);
 }

@@ -35,6 +35,5 @@ int ct_allreduce_hier(const ct_params *p, ct_sched *s)
         q = ct_part_params(p, CT_BCAST, intra, nsize, L.local[me], 0);
         rc = ct_compose(s, intra, &q, node, -1, 0, CT_BUF_DST, 0, 0);
     }
-    ct_layout_free(&L);
-    return rc;
+    return ct_hier_end(s, &L, rc);
 }

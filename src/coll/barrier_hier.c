@@ -29,6 +29,5 @@ int ct_barrier_hier(const ct_params *p, ct_sched *s)
         q.segcount = 0;
         rc = ct_compose(s, intra, &q, node, -1, 0, -1, 0, 1);
     }
-    ct_layout_free(&L);
-    return rc;
+    return ct_hier_end(s, &L, rc);
 }

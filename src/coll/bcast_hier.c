@@ -25,6 +25,5 @@ int ct_bcast_hier(const ct_params *p, ct_sched *s)
                                      L.local[leaders[k]]);
         rc = ct_compose(s, intra, &q, node, -1, 0, CT_BUF_DST, 0, 0);
     }
-    ct_layout_free(&L);
-    return rc;
+    return ct_hier_end(s, &L, rc);
 }

@@ -109,12 +109,31 @@ static size_t extent_of(const ct_sched *sub, int b)
     return need;
 }
 
+/* Step t of shared-memory part j of a composed schedule (CT_STEP_PART in
+ * sched.h); 0 for a step the part range cannot hold. */
+static unsigned part_step(unsigned j, unsigned t)
+{
+    if (t == CT_STEP_PREV) /* the previous part done, or the previous call */
+        return j == 0 ? CT_STEP_PREV : j * CT_STEP_PART - 1;
+    if (t == CT_STEP_DONE)
+        return (j + 1) * CT_STEP_PART - 1;
+    return t < CT_STEP_PART - 1 ? j * CT_STEP_PART + t : 0;
+}
+
 int ct_compose(ct_sched *s, const char *alg, const ct_params *q, const int *group,
                int src_buf, size_t src_off, int dst_buf, size_t dst_off, int sync)
 {
+    const ct_registry_entry *e = ct_registry_find((ct_coll)q->coll, alg);
+    int shm = e && (e->info.flags & CT_ALG_SHARED_MEMORY);
+    ct_params qq = *q;
+    if (shm && sync && qq.shm_count < qq.count * (size_t)qq.size)
+        qq.shm_count = qq.count * (size_t)qq.size; /* flags only: no data goes in */
+    if (shm && s->shm_parts >= CT_STEP_MAX_PARTS)
+        return -1;
+    unsigned part = shm ? (unsigned)s->shm_parts++ : 0;
     ct_sched sub;
     ct_sched_init(&sub);
-    if (ct_sched_generate(alg, q, &sub)) {
+    if (ct_sched_generate(alg, &qq, &sub)) {
         ct_sched_free(&sub);
         return -1;
     }
@@ -126,6 +145,10 @@ int ct_compose(ct_sched *s, const char *alg, const ct_params *q, const int *grou
     base[CT_BUF_DST] = dst_off;
     for (int b = CT_BUF_TMP0; b < sub.nbufs; b++)
         map[b] = -1;
+    /* The segment is the node's, shared by all parts: it stays itself. */
+    map[CT_BUF_SHM] = CT_BUF_SHM;
+    if (!sync)
+        ct_sched_shm(s, sub.buf_count[CT_BUF_SHM]);
     for (int b = 0; b < sub.nbufs && !sync; b++) {
         if (map[b] >= 0)
             continue;
@@ -140,8 +163,18 @@ int ct_compose(ct_sched *s, const char *alg, const ct_params *q, const int *grou
         int first = sub.round_start[r], len = ct_sched_round_len(&sub, r);
         for (int i = first; i < first + len; i++) {
             ct_op o = sub.ops[i];
-            if (o.kind == CT_OP_SEND || o.kind == CT_OP_RECV)
-                o.peer = group[o.peer];
+            if (o.kind == CT_OP_SEND || o.kind == CT_OP_RECV || o.kind == CT_OP_WAIT)
+                o.peer = group[o.peer]; /* flags are indexed by real rank too */
+            if (o.kind == CT_OP_SIGNAL || o.kind == CT_OP_WAIT) {
+                unsigned step = part_step(part, (unsigned)o.a.off);
+                if (!step && o.a.off != CT_STEP_PREV) {
+                    ct_sched_free(&sub);
+                    return -1;
+                }
+                o.a.off = step;
+                ct_sched_add_op(s, &o);
+                continue;
+            }
             if (sync) {
                 if (o.kind == CT_OP_SEND)
                     ct_sched_sync_send(s, o.peer);
@@ -158,7 +191,7 @@ int ct_compose(ct_sched *s, const char *alg, const ct_params *q, const int *grou
                     *rs[j] = (ct_region){o.kind == CT_OP_SEND ? CT_BUF_SRC : CT_BUF_DST, 0, 0};
                     continue;
                 }
-                if (b < 0 || b >= sub.nbufs || map[b] < 0) {
+                if (b < 0 || (b >= sub.nbufs && b != CT_BUF_SHM) || map[b] < 0) {
                     ct_sched_free(&sub);
                     return -1;
                 }
@@ -237,9 +270,15 @@ int ct_hier_parts(ct_coll coll, const char *intra, const char *inter, const char
                  "hier)", ct_coll_name(coll), inter, ct_coll_name(sp->inter_coll));
         return -1;
     }
+    if (b->info.flags & CT_ALG_SHARED_MEMORY) {
+        snprintf(why, whylen, "%s/hier: the inter part '%s' joins nodes, which share no "
+                 "memory", ct_coll_name(coll), inter);
+        return -1;
+    }
     *intra_out = a->info.name;
     *inter_out = b->info.name;
-    *flags = (a->info.flags | back->info.flags | b->info.flags) & CT_ALG_NEEDS_COMMUTE;
+    *flags = ((a->info.flags | back->info.flags | b->info.flags) & CT_ALG_NEEDS_COMMUTE) |
+             (a->info.flags & CT_ALG_SHARED_MEMORY);
     return 0;
 }
 
@@ -259,9 +298,23 @@ int ct_hier_begin(const ct_params *p, ct_layout *L, int one_node, int keep_order
         return -1;
     if (keep_order && !p->commutative && !L->contiguous && !one_node) {
         /* Rank order survives only when nodes are intervals of ranks: on any other
-         * layout the intra part runs over all ranks as one node. */
+         * layout the intra part runs over all ranks as one node, which a node's
+         * segment cannot serve. */
         ct_layout_free(L);
+        if (flags & CT_ALG_SHARED_MEMORY)
+            return -1;
         return ct_layout_build(L, p, 1);
     }
     return 0;
+}
+
+int ct_hier_end(ct_sched *s, ct_layout *L, int rc)
+{
+    ct_layout_free(L);
+    if (!rc && s->shm_parts) {
+        /* The parts ended at their own steps: the call is done with the segment. */
+        ct_sched_signal(s, CT_STEP_DONE);
+        rc = s->error ? -1 : 0;
+    }
+    return rc;
 }

@@ -29,6 +29,5 @@ int ct_reduce_hier(const ct_params *p, ct_sched *s)
         rc = ct_compose(s, inter, &q, leaders, me == root ? -1 : node_out, 0,
                         me == root ? CT_BUF_DST : -1, 0, 0);
     }
-    ct_layout_free(&L);
-    return rc;
+    return ct_hier_end(s, &L, rc);
 }

@@ -177,6 +177,21 @@ int ct_coll_from_name(const char *name)
     return -1;
 }
 
+/* Whether a call of e runs on a shared segment: a shared-memory algorithm, or a
+ * hierarchical one whose intra part is one (the node's segment). */
+static int uses_segment(const ct_registry_entry *e, const ct_params *p)
+{
+    if (e->info.flags & SHM)
+        return 1;
+    const char *intra, *inter;
+    unsigned flags;
+    char why[160];
+    return (e->info.flags & CT_ALG_HIERARCHICAL) &&
+           !ct_hier_parts((ct_coll)p->coll, p->intra, p->inter, &intra, &inter, &flags, why,
+                          sizeof why) &&
+           (flags & SHM);
+}
+
 int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s)
 {
     const ct_registry_entry *e = ct_registry_find((ct_coll)p->coll, alg);
@@ -187,7 +202,7 @@ int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s)
         /* Nothing to move; a single rank only copies its input. */
         if (p->count > 0 && p->coll != CT_BCAST && !p->in_place)
             ct_sched_copy(s, CT_BUF_SRC, 0, CT_BUF_DST, 0, p->count);
-        if (e->info.flags & SHM)
+        if (uses_segment(e, p))
             ct_sched_signal(s, CT_STEP_DONE); /* every call on the segment ends so */
         return s->error ? -1 : 0;
     }

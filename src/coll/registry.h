@@ -15,8 +15,10 @@ const ct_registry_entry *ct_registry_find(ct_coll coll, const char *name);
 /* The parts of coll's hierarchical algorithm (see ct_options.intra / .inter in
  * colltune.h): resolves NULL or empty names to the defaults and checks the
  * others. On success *intra_out / *inter_out are the registry's own name
- * strings and *flags the CT_ALG_NEEDS_COMMUTE of either part; -1 with the
- * reason in why. */
+ * strings and *flags the CT_ALG_NEEDS_COMMUTE of either part and the
+ * CT_ALG_SHARED_MEMORY of the intra part (its segment is then the node's: see
+ * ct_compose); -1 with the reason in why (an inter part may not be a
+ * shared-memory one). */
 int ct_hier_parts(ct_coll coll, const char *intra, const char *inter, const char **intra_out,
                   const char **inter_out, unsigned *flags, char *why, size_t whylen);
 
@@ -27,5 +29,10 @@ int ct_hier_parts(ct_coll coll, const char *intra, const char *inter, const char
  * only on intervals). -1 on bad parts or layout. */
 int ct_hier_begin(const ct_params *p, ct_layout *L, int one_node, int keep_order,
                   const char **intra, const char **inter);
+
+/* The end of every hierarchical generator: frees the layout and, after
+ * shared-memory parts, signals the call done with the segment; returns rc, or
+ * -1 when that fails. */
+int ct_hier_end(ct_sched *s, ct_layout *L, int rc);
 
 #endif

@@ -516,6 +516,23 @@ void ct_monitor_received(int layer, int peer, unsigned long long *m, unsigned lo
     *b = ok ? rbytes[layer][peer] : 0;
 }
 
+/* The executor runs on the progress thread too: atomic, relaxed (only summed at the end). */
+static _Atomic unsigned long long shm_written, shm_read;
+
+void ct_monitor_count_shm(unsigned long long written, unsigned long long read)
+{
+    if (written)
+        atomic_fetch_add_explicit(&shm_written, written, memory_order_relaxed);
+    if (read)
+        atomic_fetch_add_explicit(&shm_read, read, memory_order_relaxed);
+}
+
+void ct_monitor_shm_bytes(unsigned long long *written, unsigned long long *read)
+{
+    *written = atomic_load(&shm_written);
+    *read = atomic_load(&shm_read);
+}
+
 void ct_monitor_native(int op, long long b)
 {
     if (ct_monitor_level < CT_MON_COUNT || op < 0 || op >= CT_NCOLL)
@@ -564,7 +581,7 @@ void ct_monitor_finish(void)
     unsigned long long run_ticks = ct_monitor_ticks() - start_ticks;
     double mpi_seconds = run_ticks ? wall * ((double)mpi_ticks / (double)run_ticks) : 0;
     /* Per rank: scalars, then the matrices' rows. */
-    enum { NEXTRA = 5, NSCALAR = 8 + NCOUNTERS + 2 * CT_NCOLL + NEXTRA };
+    enum { NEXTRA = 7, NSCALAR = 8 + NCOUNTERS + 2 * CT_NCOLL + NEXTRA };
     double scal[NSCALAR];
     long long counter[NCOUNTERS];
     for (int i = 0; i < NCOUNTERS; i++) {
@@ -594,6 +611,8 @@ void ct_monitor_finish(void)
     extra[2] = (double)total_rmsgs[1];
     extra[3] = (double)total_rbytes[1];
     extra[4] = (double)(untracked + (uint64_t)atomic_load(&ct_monitor_pending));
+    extra[5] = (double)atomic_load(&shm_written);
+    extra[6] = (double)atomic_load(&shm_read);
     int n = world_size, root = world_rank == 0;
     double *all_scal = root ? malloc(sizeof(double) * NSCALAR * (size_t)n) : NULL;
     PMPI_Gather(scal, NSCALAR, MPI_DOUBLE, all_scal, NSCALAR, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -650,7 +669,9 @@ void ct_monitor_finish(void)
                 }
                 fprintf(f, ",\"recv_messages\":%.0f,\"recv_bytes\":%.0f,"
                            "\"coll_recv_messages\":%.0f,\"coll_recv_bytes\":%.0f,"
-                           "\"untracked_receives\":%.0f", x[0], x[1], x[2], x[3], x[4]);
+                           "\"untracked_receives\":%.0f,\"shm_written_bytes\":%.0f,"
+                           "\"shm_read_bytes\":%.0f",
+                        x[0], x[1], x[2], x[3], x[4], x[5], x[6]);
                 fprintf(f, ",\"native\":{");
                 for (int i = 0, first = 1; i < CT_NCOLL; i++) {
                     double calls = s[8 + NCOUNTERS + i];

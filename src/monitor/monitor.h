@@ -64,6 +64,17 @@ void ct_monitor_forget(MPI_Request req);
  * layer 0: the application's point-to-point, 1: colltune's collectives. For tests. */
 void ct_monitor_received(int layer, int peer, unsigned long long *msgs,
                          unsigned long long *bytes);
+/* Bytes colltune's shared-memory steps copied into the node's segment (written) and
+ * read out of it (copies and reductions; read), from level count on: the traffic of
+ * the shared-memory algorithms, which send no message. */
+void ct_monitor_count_shm(unsigned long long written, unsigned long long read);
+static inline void ct_monitor_shm(unsigned long long written, unsigned long long read)
+{
+    if (ct_monitor_level >= CT_MON_COUNT)
+        ct_monitor_count_shm(written, read);
+}
+/* The segment bytes counted so far on this rank (tests). */
+void ct_monitor_shm_bytes(unsigned long long *written, unsigned long long *read);
 /* One call of a native collective (op as ct_coll) moving bytes per rank. */
 void ct_monitor_native(int op, long long bytes);
 /* A cheap clock for the time in MPI: the TSC on x86-64 (invariant there; converted to

@@ -1,5 +1,7 @@
 #include "exec.h"
 
+#include "monitor/monitor.h"
+
 #include <limits.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -179,6 +181,15 @@ static int end_round(ct_exec_run *x, int blocking, int *stalled)
     *stalled = 0;
     for (int i = first + x->local; i < first + len && rc == MPI_SUCCESS; i++, x->local++) {
         const ct_op *o = &s->ops[i];
+        if ((o->kind == CT_OP_REDUCE || o->kind == CT_OP_COPY) &&
+            (o->a.buf == CT_BUF_SHM || o->b.buf == CT_BUF_SHM)) {
+            /* The segment's traffic, for the monitor: a reduction into it reads it too. */
+            unsigned long long bytes = (unsigned long long)o->a.count * c->type_size;
+            int in_b = o->b.buf == CT_BUF_SHM;
+            ct_monitor_shm(in_b ? bytes : 0,
+                           (o->a.buf == CT_BUF_SHM) * bytes +
+                               (in_b && o->kind == CT_OP_REDUCE) * bytes);
+        }
         if (o->kind == CT_OP_REDUCE) {
             rc = MPI_Reduce_local(region(x->bases, c, &o->a), region(x->bases, c, &o->b),
                                   (int)o->a.count, c->datatype, c->op);
@@ -195,10 +206,18 @@ static int end_round(ct_exec_run *x, int blocking, int *stalled)
                     *stalled = 1;
                     return MPI_SUCCESS;
                 }
-                if (spins > 4096) /* about 10 us: the peer is not running, let it */
+                if (spins > 4096) { /* about 10 us: the peer is not running, let it */
                     sched_yield();
-                else
+                    /* and let MPI progress meanwhile, as a blocked MPI call would: a peer
+                     * may wait on this rank's MPI (passive-target RMA, a rendezvous). */
+                    if (spins % 64 == 0) {
+                        int flag;
+                        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->comm, &flag,
+                                    MPI_STATUS_IGNORE);
+                    }
+                } else {
                     cpu_relax();
+                }
             }
             /* The peer's bytes, when its word is still this call's (a peer already in a
              * later call passed this one). */

@@ -23,6 +23,7 @@ void ct_sched_reset(ct_sched *s)
     s->nrounds = 0;
     s->nbufs = CT_BUF_TMP0;
     s->error = 0;
+    s->shm_parts = 0;
     memset(s->buf_count, 0, sizeof s->buf_count);
 }
 

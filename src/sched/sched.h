@@ -41,6 +41,11 @@ enum { CT_BUF_SRC = 0, CT_BUF_DST = 1, CT_BUF_TMP0 = 2 };
 /* The segment's data bytes unless COLLTUNE_SHM_BYTES says otherwise. */
 #define CT_SHM_DEFAULT_BYTES ((size_t)4 << 20)
 #define CT_STEP_DONE 0xffffff
+/* A composed schedule (a hierarchical algorithm with a shared-memory intra part)
+ * gives its j-th shared-memory part the steps j * CT_STEP_PART + 1 ... and ends
+ * that part at (j + 1) * CT_STEP_PART - 1, so the parts' steps keep rising. */
+#define CT_STEP_PART 0x100000
+#define CT_STEP_MAX_PARTS 15
 
 typedef enum ct_opkind {
     CT_OP_SEND = 0, CT_OP_RECV, CT_OP_REDUCE, CT_OP_COPY, CT_OP_SIGNAL, CT_OP_WAIT
@@ -68,6 +73,7 @@ typedef struct ct_sched {
     int nbufs;              /* CT_BUF_TMP0 + number of temporaries */
     size_t buf_count[CT_MAX_BUFS]; /* elements of each temporary */
     int error;              /* sticky: nonzero once an allocation failed */
+    int shm_parts;          /* shared-memory parts composed into it (ct_compose) */
 } ct_sched;
 
 /* Everything a generator may depend on: no MPI object in here, so every

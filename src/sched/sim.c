@@ -174,6 +174,14 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
                size_t src_count, size_t dst_count, size_t elem_size, ct_sim_reduce_fn reduce,
                ct_sim_result *res)
 {
+    return ct_sim_run_nodes(n, NULL, scheds, src, dst, src_count, dst_count, elem_size, reduce,
+                            res);
+}
+
+int ct_sim_run_nodes(int n, const int *node_of, ct_sched *const *scheds, void *const *src,
+                     void *const *dst, size_t src_count, size_t dst_count, size_t elem_size,
+                     ct_sim_reduce_fn reduce, ct_sim_result *res)
+{
     memset(res, 0, sizeof *res);
     sim S = {.n = n, .scheds = scheds, .esz = elem_size, .res = res};
     int rc = -1;
@@ -193,7 +201,11 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
     for (int r = 0; r < n; r++)
         if (scheds[r]->buf_count[CT_BUF_SHM] > S.shm_count)
             S.shm_count = scheds[r]->buf_count[CT_BUF_SHM];
-    S.shm = calloc(S.shm_count ? S.shm_count : 1, elem_size);
+    int nnodes = 1;
+    for (int r = 0; node_of && r < n; r++)
+        if (node_of[r] >= nnodes)
+            nnodes = node_of[r] + 1;
+    S.shm = calloc((S.shm_count ? S.shm_count : 1) * (size_t)nnodes, elem_size);
     if (!S.bufs || !S.bufcount || !S.sendq || !S.recvq || !S.round || !S.posted || !S.left ||
         !S.heard || !S.told || !S.flag || !S.local || !S.signals || !S.nsignals || !S.shm) {
         snprintf(res->error, sizeof res->error, "out of memory");
@@ -210,7 +222,8 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
         S.bufcount[r * CT_MAX_BUFS + CT_BUF_SRC] = src[r] ? src_count : 0;
         S.bufcount[r * CT_MAX_BUFS + CT_BUF_DST] = dst[r] ? dst_count : 0;
         S.heard[r * n + r] = 1;
-        S.bufs[r * CT_MAX_BUFS + CT_BUF_SHM] = S.shm;
+        S.bufs[r * CT_MAX_BUFS + CT_BUF_SHM] =
+            S.shm + (node_of ? (size_t)node_of[r] * S.shm_count * elem_size : 0);
         S.bufcount[r * CT_MAX_BUFS + CT_BUF_SHM] = S.shm_count;
         for (int b = CT_BUF_TMP0; b < s->nbufs; b++) {
             S.bufcount[r * CT_MAX_BUFS + b] = s->buf_count[b];

@@ -31,4 +31,11 @@ int ct_sim_run(int n, ct_sched *const *scheds, void *const *src, void *const *ds
                size_t src_count, size_t dst_count, size_t elem_size, ct_sim_reduce_fn reduce,
                ct_sim_result *res);
 
+/* The same where each node has its own shared segment: rank r's CT_BUF_SHM is
+ * node node_of[r]'s (node numbers from 0; NULL: one node), as with the
+ * hierarchical algorithms' shared-memory intra parts. */
+int ct_sim_run_nodes(int n, const int *node_of, ct_sched *const *scheds, void *const *src,
+                     void *const *dst, size_t src_count, size_t dst_count, size_t elem_size,
+                     ct_sim_reduce_fn reduce, ct_sim_result *res);
+
 #endif

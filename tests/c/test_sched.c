@@ -238,6 +238,16 @@ static void run_case(const ct_algorithm_info *info, int n, int root, size_t coun
     elem **expect = calloc((size_t)n, sizeof *expect);
     size_t src_n = 0, dst_n = 0;
     cases++;
+    /* A hierarchical algorithm with a shared-memory intra part: each node has its own
+     * segment, so a non-commutative reduction on a layout whose nodes are not
+     * intervals of ranks (which must run its intra part over all ranks) is refused. */
+    int intra_shm = (info->flags & CT_ALG_HIERARCHICAL) && cur_intra && !strcmp(cur_intra, "shm");
+    int refused = 0;
+    if (intra_shm && !commutative && count > 0 && (c == CT_REDUCE || c == CT_ALLREDUCE) &&
+        cur_nodes)
+        for (int r = 1; r < n; r++)
+            if (cur_nodes[r] < cur_nodes[r - 1])
+                refused = 1;
     for (int r = 0; r < n; r++) {
         ct_params p = {.coll = c, .size = n, .rank = r, .root = root, .count = count,
                        .type_size = sizeof(elem), .segcount = segcount, .radix = radix,
@@ -246,7 +256,7 @@ static void run_case(const ct_algorithm_info *info, int n, int root, size_t coun
                        .inter = cur_inter};
         /* Shared-memory algorithms: a roomy segment for odd counts, for even ones one
          * that takes several chunks (slots reused) for all but the smallest. */
-        if (info->flags & CT_ALG_SHARED_MEMORY)
+        if ((info->flags & CT_ALG_SHARED_MEMORY) || intra_shm)
             p.shm_count = count % 2   ? 10000
                           : c == CT_ALLTOALL ? (size_t)n * (size_t)n * 3 + 1 /* N^2 areas */
                                              : (size_t)(n + 1) * 7 + 3;
@@ -257,13 +267,29 @@ static void run_case(const ct_algorithm_info *info, int n, int root, size_t coun
         setup_rank(c, n, r, root, count, commutative, p.in_place, &src[r], &dst[r], &expect[r],
                    &src_n, &dst_n);
         if (ct_sched_generate(info->name, &p, &scheds[r])) {
-            FAIL("generation failed on rank %d", r);
+            if (!refused)
+                FAIL("generation failed on rank %d", r);
+            goto out;
+        }
+    }
+    if (refused) {
+        FAIL("a shared-memory intra part accepted a non-commutative op across "
+             "interleaved nodes");
+        goto out;
+    }
+    /* A call on a segment ends with SIGNAL(DONE) on every rank, or the next call's
+     * writers wait for ever (the simulator sees one call only). */
+    for (int r = 0; r < n && ((info->flags & CT_ALG_SHARED_MEMORY) || intra_shm); r++) {
+        const ct_sched *sr = &scheds[r];
+        if (!sr->nops || sr->ops[sr->nops - 1].kind != CT_OP_SIGNAL ||
+            sr->ops[sr->nops - 1].a.off != CT_STEP_DONE) {
+            FAIL("rank %d does not end the call with SIGNAL(DONE)", r);
             goto out;
         }
     }
     ct_sim_result res;
-    if (ct_sim_run(n, sp, src, dst, src_n, dst_n, sizeof(elem),
-                   commutative ? reduce_sum : reduce_affine, &res)) {
+    if (ct_sim_run_nodes(n, cur_nodes, sp, src, dst, src_n, dst_n, sizeof(elem),
+                         commutative ? reduce_sum : reduce_affine, &res)) {
         FAIL("%s", res.error);
         goto out;
     }
@@ -391,15 +417,16 @@ static const int *make_layout(int kind, int n, int *map)
 /* Parts to try per hierarchical collective, beside the defaults (NULL). */
 static const char *const hier_parts[][8][2] = {
     [CT_BCAST] = {{NULL, NULL}, {"chain", "linear"}, {"pipeline", "scatter_allgather"},
-                  {"knomial", "binary"}, {"scatter_bruck", "chain"}},
+                  {"knomial", "binary"}, {"scatter_bruck", "chain"}, {"shm", NULL}},
     [CT_REDUCE] = {{NULL, NULL}, {"linear", "chain"}, {"chain", "rabenseifner"},
-                   {"binary", "linear"}, {"rabenseifner", "binomial"}},
+                   {"binary", "linear"}, {"rabenseifner", "binomial"}, {"shm", NULL}},
     [CT_ALLREDUCE] = {{NULL, NULL}, {"linear", "ring"}, {"chain", "rabenseifner"},
-                      {"binary", "reduce_bcast"}, {"binomial", "allgather_reduce"}},
+                      {"binary", "reduce_bcast"}, {"binomial", "allgather_reduce"},
+                      {"shm", NULL}},
     [CT_ALLGATHER] = {{NULL, NULL}, {"linear", "ring"}, {"chain", "recursive_doubling"},
-                      {"binary", "gather_bcast"}},
+                      {"binary", "gather_bcast"}, {"shm", "ring"}},
     [CT_BARRIER] = {{NULL, NULL}, {"linear", "ring"}, {"chain", "tournament"},
-                    {"binary", "binomial"}},
+                    {"binary", "binomial"}, {"shm", NULL}},
 };
 
 static int part_needs_commute(const ct_algorithm_info *info, const char *intra,

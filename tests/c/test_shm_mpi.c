@@ -6,13 +6,20 @@
  * slots), every result checked exactly against values computed by hand. A rank
  * that ran ahead into the next call, or wrote a slot before it was read, shows
  * as a wrong value here. Prints "shm race: C calls, 0 failures" at rank 0.
- *   mpiexec -n N test_shm_mpi [ITERATIONS]
+ * With "hier" (and COLLTUNE_NODES=R for made-up nodes), bcast, reduce,
+ * allreduce, allgather and barrier run hierarchically with the shm intra part
+ * (each node's segment) and the others flat (the communicator's segment), so
+ * the two kinds of segment alternate on one communicator.
+ * With COLLTUNE_MONITOR=count it also checks the monitor's segment bytes: a
+ * bcast of B bytes is B written at the root and B read at every other rank.
+ *   mpiexec -n N test_shm_mpi [ITERATIONS [hier]]
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "colltune.h"
+#include "monitor/monitor.h"
 
 static int rank, nprocs, failures;
 
@@ -30,6 +37,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+    ct_monitor_init(); /* linked with the library, not the drop-in: its MPI_Init is MPI's */
     int iterations = argc > 1 ? atoi(argv[1]) : 2000, calls = 0;
     MPI_Comm comms[2];
     comms[0] = MPI_COMM_WORLD;
@@ -40,12 +48,18 @@ int main(int argc, char **argv)
     int n = nprocs;
     int *a = malloc(sizeof(int) * (size_t)MAXC * (size_t)n);
     int *b = malloc(sizeof(int) * (size_t)MAXC * (size_t)n);
-    ct_options o;
-    ct_options_init(&o);
-    o.algorithm = "shm";
+    int hier = argc > 2 && strcmp(argv[2], "hier") == 0;
+    ct_options flat, node;
+    ct_options_init(&flat);
+    flat.algorithm = "shm";
+    ct_options_init(&node);
+    node.algorithm = "hier";
+    node.intra = "shm";
     for (int it = 0; it < iterations; it++) {
         MPI_Comm comm = comms[it % 2];
         int op = it % 8, count = counts[(it / 8) % NCOUNTS], root = (it / 3) % n;
+        /* bcast, reduce, allreduce, allgather (op 5) and barrier have a hier form */
+        ct_options o = hier && (op <= 2 || op == 5 || op == 7) ? node : flat;
         if (op >= 3 && op <= 6 && count > MAXC / 4)
             count /= 4; /* blocks per rank: keep the all-to-all buffers small */
         int rc = MPI_SUCCESS;
@@ -117,6 +131,23 @@ int main(int argc, char **argv)
             fail("call failed", it, -1, rc, MPI_SUCCESS);
         calls++;
     }
+    if (ct_monitor_level >= CT_MON_COUNT) {
+        unsigned long long w0, r0, w1, r1;
+        int count = 1000, root = n - 1;
+        ct_monitor_shm_bytes(&w0, &r0);
+        for (int i = 0; i < count; i++)
+            a[i] = rank == root ? val(0, root, i) : -1;
+        if (ct_bcast(a, count, MPI_INT, root, MPI_COMM_WORLD, &flat) != MPI_SUCCESS)
+            fail("monitored bcast failed", -1, -1, 0, 0);
+        ct_monitor_shm_bytes(&w1, &r1);
+        long long bytes = (long long)count * (long long)sizeof(int);
+        long long wrote = (long long)(w1 - w0), read = (long long)(r1 - r0);
+        if (n > 1 && (wrote != (rank == root ? bytes : 0) || read != (rank == root ? 0 : bytes)))
+            fail("monitor: segment bytes written, read", -1, -1, (int)wrote, (int)read);
+        if (rank == 0)
+            printf("monitor: a %lld-byte shm bcast counted as %lld written at the root, "
+                   "%lld read at rank 0\n", bytes, rank == root ? wrote : 0, read);
+    }
     int all = 0;
     MPI_Allreduce(&failures, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
@@ -124,6 +155,8 @@ int main(int argc, char **argv)
     free(a);
     free(b);
     MPI_Comm_free(&comms[1]);
+    if (ct_monitor_level)
+        ct_monitor_finish();
     MPI_Finalize();
     return all != 0;
 }
