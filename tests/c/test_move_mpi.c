@@ -641,12 +641,13 @@ int main(int argc, char **argv)
         double a0 = MPI_Wtime();
         int made_up = getenv("COLLTUNE_NODES") != NULL;
         int hier = (a->flags & CT_ALG_HIERARCHICAL) && (made_up || !one_node);
-        /* Parts: the defaults, another pair (made-up nodes), the shared-memory family inside
+        /* Parts: the defaults (the shared-memory family inside each node where it shares
+         * memory), another pair (made-up nodes), the point-to-point binomial tree inside
          * each node (made-up nodes of one host, and real hosts: the test bed). */
         for (int pi = 0; pi < (hier ? 3 : 1); pi++) {
             if ((pi == 1 && !made_up) || (pi == 2 && made_up && !one_node))
                 continue;
-            cur_intra = pi == 2 ? "shm" : pi ? (a->coll == CT_BARRIER ? "chain" : "linear") : NULL;
+            cur_intra = pi == 2 ? "binomial" : pi ? (a->coll == CT_BARRIER ? "chain" : "linear") : NULL;
             cur_inter = pi == 2 ? NULL : pi ? (a->coll == CT_BARRIER ? "tournament" : "ring") : NULL;
             if (a->coll == CT_BARRIER) {
                 run_barrier(a);

@@ -54,7 +54,7 @@ int main(int argc, char **argv)
     flat.algorithm = "shm";
     ct_options_init(&node);
     node.algorithm = "hier";
-    node.intra = "shm";
+    node.intra = "shm"; /* the default where nodes share memory; named: never p2p here */
     for (int it = 0; it < iterations; it++) {
         MPI_Comm comm = comms[it % 2];
         int op = it % 8, count = counts[(it / 8) % NCOUNTS], root = (it / 3) % n;
