@@ -72,6 +72,28 @@ def test_grids_and_sizes():
             check_sizes(n, nb, 2)
 
 
+def test_grid_across_hosts_and_bytes_per_host():
+    from colltune.dyn.cholesky import grid_hosts, host_bytes, hosts_grid
+
+    assert hosts_grid(4, 1) == (2, 2) and hosts_grid(8, 2) == (2, 4) and hosts_grid(6, 3) == (2, 3)
+    assert hosts_grid(8, 4) == (2, 4) and hosts_grid(4, 4) == (1, 4)
+    for ranks, ppn in ((4, 1), (8, 2), (12, 2), (16, 4), (6, 3)):
+        g = hosts_grid(ranks, ppn)
+        hosts = [f"h{r // ppn}" for r in range(ranks)]
+        assert grid_hosts(g, hosts)["panel_crosses_hosts"], (ranks, ppn, g)
+    assert not grid_hosts((2, 2), ["a", "b", "a", "b"])[
+        "panel_crosses_hosts"]
+    with pytest.raises(CholeskyUsage):
+        hosts_grid(6, 4)
+    rec = {"per_rank": [{"app_bytes": 10, "coll_bytes": 1}, {"app_bytes": 20, "coll_bytes": 0},
+                        {"app_bytes": 5, "coll_bytes": 0}],
+           "bytes": [[0, 4, 6], [20, 0, 0], [0, 5, 0]],
+           "coll_bytes": [[0, 1, 0], [0, 0, 0], [0, 0, 0]]}
+    out = host_bytes(rec, ["a", "a", "b"])
+    assert out["a"] == {"app_bytes": 30, "coll_bytes": 1, "bytes": 31, "off_host_bytes": 6}
+    assert out["b"] == {"app_bytes": 5, "coll_bytes": 0, "bytes": 5, "off_host_bytes": 5}
+
+
 def test_summary_median_and_last_residual():
     recs = [{"n": 1000, "seconds": s, "residual": None} for s in (9.0, 1.0, 3.0, 2.0)]
     recs[-1]["residual"] = 1e-17
@@ -190,3 +212,79 @@ def test_report_section(tmp_path):
     assert "+20.0%" in html and "+0.0%" in html  # off/on - 1 per size
     assert "starpu coop_sends=1 &lt;b&gt;" in html and "coop_sends=1 <b>" not in html
     assert html.count("<figure") >= 1  # GFlop/s by N: two sizes
+
+
+# -- across the test bed (docs/CHOLESKY.md, "Across hosts") ------------------------------------
+
+BED = "ctbc"  # this module's bed, used nowhere else
+BED_HOSTS = 4
+_bed_why = None
+try:
+    from colltune.core import testbed as _testbed
+
+    _bed_why = _testbed.unavailable_reason(rate=True)
+except ImportError as e:  # pragma: no cover
+    _bed_why = str(e)
+
+
+@pytest.fixture(scope="module")
+def chol_bed():
+    if _bed_why is not None:
+        pytest.skip(f"no test bed here: {_bed_why}")
+    _testbed.down(BED)  # a bed left by an earlier, killed run
+    _testbed.up(BED_HOSTS, 10**9, BED)  # 1 Gbit/s links
+    try:
+        yield [_testbed.host_name(BED, i) for i in range(BED_HOSTS)]
+    finally:
+        _testbed.down(BED)
+        assert _testbed.leftovers(BED) == []
+
+
+def _bed_run(tmp_path, child_env, mode: str) -> dict:
+    env = child_env(COLLTUNE_TESTBED=BED, COLLTUNE_PPN="1")
+    p = _colltune("cholesky", "--n", "960", "--nb", "80", "--grid", "4x1", "--dynbcast", mode,
+                  "--iters", "1", "--warmup", "0", "--json", "--no-record", "--monitor-dir",
+                  str(tmp_path / mode), env=env, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout)
+
+
+def test_across_hosts_residual_and_panel_owner_bytes(chol_bed, tmp_path, child_env):
+    """4 hosts, one rank a host, grid 4x1 (every panel crosses the 4 hosts), dynbcast on and
+    off under the monitor (level peers): the residual is small and the panel owner's host
+    (ctbc-h0, owner of the first panel's diagonal tile) sends fewer bytes with dynbcast on.
+    Bytes, not time."""
+    _build()
+    docs = {m: _bed_run(tmp_path, child_env, m) for m in ("on", "off")}
+    owner = chol_bed[0]
+    res = {}
+    for mode, doc in docs.items():
+        assert doc["placement"]["rank_hosts"] == chol_bed
+        assert doc["placement"]["panel_crosses_hosts"]
+        (r,) = doc["results"]
+        assert r["residual"] is not None and r["residual"] < 1e-12, mode
+        assert set(r["hosts"]) == set(chol_bed)
+        assert all(tx and tx > 0 for tx in r["link_tx_bytes"].values())
+        res[mode] = r
+    on, off = res["on"], res["off"]
+    # the runtime sends the same tiles to the same ranks either way; dyn forwards some
+    assert on["stats"]["bytes_sent"] == off["stats"]["bytes_sent"] > 0
+    assert on["stats"]["dyn"]["forwarded"] > 0
+    # off: MPI_Isend from the runtime, seen by the monitor, all to other hosts (the monitor
+    # counts the whole job: the factorisation, whose bytes the runtime reports, and the check)
+    assert sum(h["bytes"] for h in off["hosts"].values()) >= off["stats"]["bytes_sent"]
+    assert all(h["off_host_bytes"] == h["bytes"] for h in off["hosts"].values())
+    # on the wire (each host's eth0, headers included) the same bytes leave the hosts in
+    # all: every destination gets one copy either way, from the owner or a forwarder
+    wire = {m: sum(r["link_tx_bytes"].values()) for m, r in res.items()}
+    assert wire["on"] == pytest.approx(wire["off"], rel=0.05)
+    seen_on = sum(h["bytes"] for h in on["hosts"].values())
+    if seen_on < on["stats"]["bytes_sent"]:
+        pytest.xfail(
+            f"the monitor saw {seen_on} of the {on['stats']['bytes_sent']} bytes the runtime "
+            "sent with dynbcast on: src/dyn/dyn.c sends with PMPI_Isend (and receives with "
+            "PMPI_Irecv/PMPI_Mrecv), below the drop-in's interposition, and does not call "
+            "ct_monitor_send/ct_monitor_recv, so dynamic-broadcast traffic is invisible to "
+            "the monitor and 'fewer bytes with dynbcast on' would hold vacuously "
+            f"(eth0 transmitted on {on['link_tx_bytes']}, off {off['link_tx_bytes']})")
+    assert on["hosts"][owner]["bytes"] < off["hosts"][owner]["bytes"]

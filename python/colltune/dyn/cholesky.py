@@ -19,10 +19,19 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from ..core.mpi import MPIBuild, MPIError, describe_library, run_json_lines, stop_process_group
+from ..core.mpi import (
+    MPIBuild,
+    MPIError,
+    add_host_arguments,
+    apply_host_arguments,
+    describe_library,
+    run_json_lines,
+    stop_process_group,
+)
 
 SCHEMA = "colltune-cholesky"
 STARPU_GLOB = "/usr/lib/*/starpu/mpi/mpi_cholesky"
@@ -54,6 +63,27 @@ def parse_grid(text: str | None, ranks: int) -> tuple[int, int]:
     return p, q
 
 
+def hosts_grid(ranks: int, ppn: int) -> tuple[int, int]:
+    """Across hosts (ranks ppn a host, in rank order): the most square P x Q = ranks whose Q is
+    a multiple of ppn. Tile (i, j) is on rank (i mod P)*Q + (j mod Q), so a grid row is Q
+    consecutive ranks and a host holds ppn consecutive ranks of one grid row: the P ranks of
+    a grid column (which own a panel's tiles) are then on P different hosts."""
+    fits = [(p, ranks // p) for p in range(1, ranks + 1)
+            if ranks % p == 0 and (ranks // p) % ppn == 0]
+    if not fits:
+        raise CholeskyUsage(f"{ranks} ranks at {ppn} a host: no grid whose Q is a multiple "
+                            f"of {ppn}")
+    return min(fits, key=lambda g: (abs(g[0] - g[1]), g[0] > g[1]))
+
+
+def grid_hosts(grid: tuple[int, int], rank_hosts: list[str]) -> dict:
+    """Which hosts each grid column's ranks (a panel's owners) are on."""
+    p, q = grid
+    cols = [[rank_hosts[i * q + j] for i in range(p)] for j in range(q)]
+    return {"rank_hosts": rank_hosts, "column_hosts": cols,
+            "panel_crosses_hosts": all(len(set(c)) == p for c in cols)}
+
+
 def check_sizes(n: int, nb: int, ranks: int) -> None:
     if n < 1 or nb < 1:
         raise CholeskyUsage(f"--n and --nb must be positive (got {n} and {nb})")
@@ -63,16 +93,79 @@ def check_sizes(n: int, nb: int, ranks: int) -> None:
         raise CholeskyUsage("--ranks must be at least 1")
 
 
+MONITOR_VARS = ("LD_PRELOAD", "COLLTUNE_MONITOR", "COLLTUNE_MONITOR_OUT")
+
+
 def _launch(build: MPIBuild, ranks: int, workers: int, args: list[str],
-            timeout: float | None, label: str) -> list[dict]:
+            timeout: float | None, label: str, monitor_out: Path | None = None) -> list[dict]:
     # One BLAS thread per task (ct_cholesky also tells OpenBLAS); ranks pinned one per core
     # only when each rank runs a single worker and they fit.
     env = {**build.launch_env(ranks), "OPENBLAS_NUM_THREADS": "1"}
+    export: tuple[str, ...] = ("OPENBLAS_NUM_THREADS",)
+    if monitor_out is not None:
+        # The drop-in's message monitor at level peers; rank 0 writes the record at
+        # MPI_Finalize (docs/MONITOR.md).
+        lib = str(build.tool("libcolltune_pmpi.so"))
+        env.update(LD_PRELOAD=":".join(filter(None, [lib, os.environ.get("LD_PRELOAD")])),
+                   COLLTUNE_MONITOR="peers", COLLTUNE_MONITOR_OUT=str(monitor_out))
+        export += MONITOR_VARS
+        monitor_out.unlink(missing_ok=True)
     bind = workers == 1
     cmd = build.launch_command(ranks, [str(build.tool("ct_cholesky")), *args], bind=bind,
-                               export=("OPENBLAS_NUM_THREADS",))
+                               export=export)
     return run_json_lines(cmd, label, env=env, timeout=timeout, progress=False,
                           error=CholeskyError)
+
+
+# -- bytes per host ----------------------------------------------------------------------------
+
+
+def host_bytes(record: dict, rank_hosts: list[str]) -> dict:
+    """Bytes each host sent, from the monitor's record (level peers): per host the sum over
+    its ranks of app_bytes (point-to-point, the MPI back end's MPI_Isend) and coll_bytes
+    (colltune's collectives), and from the N x N matrices the part sent to other hosts."""
+    ranks = record.get("per_rank") or []
+    if len(ranks) != len(rank_hosts):
+        raise CholeskyError(f"monitor record has {len(ranks)} ranks, the job {len(rank_hosts)}")
+    out: dict[str, dict] = {h: {"app_bytes": 0, "coll_bytes": 0, "off_host_bytes": 0}
+                            for h in dict.fromkeys(rank_hosts)}
+    for r, rec in enumerate(ranks):
+        h = out[rank_hosts[r]]
+        h["app_bytes"] += int(rec.get("app_bytes", 0))
+        h["coll_bytes"] += int(rec.get("coll_bytes", 0))
+        for key in ("bytes", "coll_bytes"):
+            matrix = record.get(key)
+            row = matrix[r] if isinstance(matrix, list) else []
+            h["off_host_bytes"] += sum(int(b) for d, b in enumerate(row)
+                                       if rank_hosts[d] != rank_hosts[r])
+    for h in out.values():
+        h["bytes"] = h["app_bytes"] + h["coll_bytes"]
+    return out
+
+
+def link_tx_bytes(netns: list[str]) -> list[int | None]:
+    """Bytes each test-bed host's eth0 has transmitted (its kernel counter, headers included):
+    what really left the host, whatever layer sent it."""
+    out: list[int | None] = []
+    for ns in netns:
+        try:
+            p = subprocess.run(["nsenter", f"--net={ns}", "ip", "-j", "-s", "link", "show",
+                                "eth0"], capture_output=True, text=True, timeout=10)
+            out.append(int(json.loads(p.stdout)[0]["stats64"]["tx"]["bytes"]))
+        except (OSError, subprocess.TimeoutExpired, ValueError, KeyError, IndexError):
+            out.append(None)
+    return out
+
+
+def bed_netns(build: MPIBuild) -> dict[str, str]:
+    """Host name -> network namespace of the test bed in use ({} elsewhere)."""
+    bed = os.environ.get("COLLTUNE_TESTBED")
+    if not bed or not build.placement:
+        return {}
+    from ..core.hosts import DEFAULT_NAME, read_state
+
+    state = read_state(DEFAULT_NAME if bed == "1" else bed) or {}
+    return {h["name"]: h["netns"] for h in state.get("hosts", [])}
 
 
 def run_cases(build: MPIBuild, ranks: int, cases: list[str], workers: int = 1,
@@ -98,20 +191,45 @@ def summarize(records: list[dict], warmup: int) -> dict:
 
 def run_colltune(build: MPIBuild, *, n: int, nb: int, ranks: int, grid: tuple[int, int],
                  dynbcast: str, precision: str, workers: int, iters: int, warmup: int,
-                 check: bool, timeout: float | None) -> dict:
+                 check: bool, timeout: float | None, monitor_dir: Path | None = None,
+                 rank_hosts: list[str] | None = None) -> dict:
+    """One job of warmup + iters factorisations (and the residual). With monitor_dir, under
+    the drop-in's monitor: `hosts` holds the bytes each host sent over the whole job (every
+    factorisation and the check; the monitor record is kept beside), and on the test bed
+    `link_tx_bytes`, what each host's eth0 transmitted during the job."""
     comm = {"on": "dyn", "off": "mpi", "plain": "dyn-plain"}[dynbcast]
     args = ["--n", str(n), "--nb", str(nb), "--grid", f"{grid[0]}x{grid[1]}", "--comm", comm,
             "--precision", precision, "--workers", str(workers), "--iters",
             str(iters + warmup)]
     if not check:
         args.append("--no-check")
-    records = _launch(build, ranks, workers, args, timeout, f"cholesky dynbcast={dynbcast}")
+    mon = None
+    if monitor_dir is not None:
+        monitor_dir.mkdir(parents=True, exist_ok=True)
+        mon = (monitor_dir / f"monitor-n{n}-nb{nb}-{dynbcast}.json").resolve()
+    rank_hosts = rank_hosts or (build.placement.rank_hosts(ranks) if build.placement
+                                else ["localhost"] * ranks)
+    netns = bed_netns(build)
+    hosts_order = list(dict.fromkeys(rank_hosts))
+    before = link_tx_bytes([netns[h] for h in hosts_order]) if netns else []
+    records = _launch(build, ranks, workers, args, timeout, f"cholesky dynbcast={dynbcast}",
+                      monitor_out=mon)
+    after = link_tx_bytes([netns[h] for h in hosts_order]) if netns else []
     if len(records) != iters + warmup:
         raise CholeskyError(f"ct_cholesky printed {len(records)} results, expected "
                             f"{iters + warmup}")
     out = {"variant": f"colltune dynbcast={dynbcast}", "runtime": "colltune",
            "dynbcast": dynbcast, "comm": comm, **summarize(records, warmup)}
     out["library"] = records[0].get("library", "")
+    out["factorisations"] = iters + warmup
+    if mon is not None:
+        if not mon.exists():
+            raise CholeskyError(f"the monitor wrote no record ({mon})")
+        out["monitor"] = str(mon)
+        out["hosts"] = host_bytes(json.loads(mon.read_text()), rank_hosts)
+    if netns:
+        out["link_tx_bytes"] = {h: (a - b if a is not None and b is not None else None)
+                                for h, b, a in zip(hosts_order, before, after, strict=True)}
     return out
 
 
@@ -183,8 +301,22 @@ def run_starpu(sp: dict, *, n: int, nb: int, ranks: int, grid: tuple[int, int], 
 
 
 def measure(args: argparse.Namespace, build: MPIBuild, log=print) -> dict:
+    place = build.placement
+    if args.ranks is None:
+        args.ranks = place.max_ranks if place else (os.cpu_count() or 1)
     check_sizes(args.n, args.nb, args.ranks)
-    grid = parse_grid(args.grid, args.ranks)
+    if place and not args.grid:
+        grid = hosts_grid(args.ranks, place.ppn)
+    else:
+        grid = parse_grid(args.grid, args.ranks)
+    rank_hosts = place.rank_hosts(args.ranks) if place else ["localhost"] * args.ranks
+    monitor = getattr(args, "monitor", None)
+    if monitor is None:
+        monitor = "peers" if place else "off"
+    monitor_dir = None
+    if monitor != "off":
+        monitor_dir = Path(getattr(args, "monitor_dir", None) or tempfile.mkdtemp(
+            prefix="colltune-cholesky-"))
     if args.workers < 1 or args.iters < 1 or args.warmup < 0:
         raise CholeskyUsage("--workers and --iters must be at least 1, --warmup at least 0")
     modes = ["on", "off"] if args.dynbcast == "both" else [args.dynbcast]
@@ -193,16 +325,27 @@ def measure(args: argparse.Namespace, build: MPIBuild, log=print) -> dict:
            "precision": args.precision, "workers": args.workers, "mpi": build.name,
            "binding": build.binding_label(args.ranks, bind=args.workers == 1),
            "cores": os.cpu_count(), "results": [], "complete": False}
+    if place:
+        doc["placement"] = {"source": place.source, "hosts": len(set(rank_hosts)),
+                            "ppn": place.ppn, **grid_hosts(grid, rank_hosts)}
+        if not doc["placement"]["panel_crosses_hosts"]:
+            log(f"colltune cholesky: note: grid {doc['grid']} puts some grid column's ranks "
+                "on one host (panel tiles do not all cross hosts); Q a multiple of --ppn "
+                "avoids it", file=sys.stderr)
     for mode in modes:
         log(f"colltune cholesky: n={args.n} nb={args.nb} grid={doc['grid']} "
             f"dynbcast={mode}", file=sys.stderr)
         doc["results"].append(run_colltune(
             build, n=args.n, nb=args.nb, ranks=args.ranks, grid=grid, dynbcast=mode,
             precision=args.precision, workers=args.workers, iters=args.iters,
-            warmup=args.warmup, check=not args.no_check, timeout=args.timeout))
+            warmup=args.warmup, check=not args.no_check, timeout=args.timeout,
+            monitor_dir=monitor_dir, rank_hosts=rank_hosts))
     if args.starpu:
         sp = find_starpu()
-        if sp is None:
+        if place:
+            doc["starpu"] = "not run across hosts (its launch is one machine's Open MPI)"
+            log(f"colltune cholesky: StarPU skipped: {doc['starpu']}", file=sys.stderr)
+        elif sp is None:
             doc["starpu"] = "not installed (apt-get install starpu-examples openmpi-bin)"
             log(f"colltune cholesky: StarPU skipped: {doc['starpu']}", file=sys.stderr)
         else:
@@ -245,11 +388,21 @@ def text_table(doc: dict) -> str:
         res = "-" if r["residual"] is None else f"{r['residual']:.2e}"
         lines.append(f"{r['variant']:28} {r['seconds']:10.4f} {r['seconds_min']:10.4f} "
                      f"{r['seconds_max']:10.4f} {r['gflops']:9.3f} {res:>10}")
+    for r in doc["results"]:
+        if "hosts" in r or "link_tx_bytes" in r:
+            lines.append(f"bytes sent per host, {r['variant']} (whole job, "
+                         f"{r.get('factorisations', '?')} factorisation(s) and the check):")
+            for h, b in (r.get("hosts") or {}).items():
+                tx = (r.get("link_tx_bytes") or {}).get(h)
+                lines.append(f"  {h:12} monitor {b['bytes']:>14,} (to other hosts "
+                             f"{b['off_host_bytes']:,})"
+                             + ("" if tx is None else f", eth0 transmitted {tx:,}"))
     return "\n".join(lines)
 
 
 def cmd_cholesky(args: argparse.Namespace) -> int:
     try:
+        apply_host_arguments(args)
         build = MPIBuild.select(args.mpi)
         doc = measure(args, build, log=print)
     except (MPIError, CholeskyError) as e:
@@ -281,9 +434,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--n", type=int, required=True, help="matrix order")
     p.add_argument("--nb", type=int, required=True,
                    help="tile size (need not divide N; StarPU's example needs it to)")
-    p.add_argument("--ranks", type=int, default=os.cpu_count() or 1,
-                   help="MPI ranks (default: all cores)")
-    p.add_argument("--grid", help="process grid PxQ with P*Q = ranks (default: most square)")
+    p.add_argument("--ranks", type=int, default=None,
+                   help="MPI ranks (default: all cores; across hosts, hosts x --ppn)")
+    p.add_argument("--grid", help="process grid PxQ with P*Q = ranks (default: most square; "
+                                  "across hosts, the most square with Q a multiple of --ppn)")
     p.add_argument("--dynbcast", choices=("on", "off", "both", "plain"), default="on",
                    help="on: dynamic broadcasts; off: one MPI_Isend per destination (StarPU "
                         "over MPI); both: on then off; plain: the dyn layer with grouping off")
@@ -299,6 +453,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--no-record", action="store_true", help="do not record in the store")
+    p.add_argument("--monitor", choices=("off", "peers"), default=None,
+                   help="run under the drop-in's message monitor and report bytes sent per "
+                        "host (default: peers across hosts, off on one machine)")
+    p.add_argument("--monitor-dir", default=None,
+                   help="where the monitor records go (default: a new temporary folder)")
+    add_host_arguments(p)
     p.set_defaults(func=cmd_cholesky)
 
 
