@@ -25,6 +25,12 @@ for m in "${mpis[@]}"; do
     first=0
 done
 
+# --- build matrix (scripts/build-matrix.sh): Release/gcc and Debug/clang with -Werror, and a
+# short C test subset; gcc stands in for clang where clang is not installed
+say "build matrix: Release (gcc) and Debug (clang) with warnings as errors"
+scripts/build-matrix.sh
+# --- end build matrix
+
 say "ruff"
 .venv/bin/ruff check python tests/python bench
 say "Python tests"

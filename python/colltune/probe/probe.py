@@ -33,8 +33,20 @@ from .. import __version__
 from ..core.files import write_atomic
 from ..core.machine import fingerprint
 from ..core.mpi import MPIBuild, MPIError, add_host_arguments, apply_host_arguments, run_json_lines
+from ..core.units import fmt_size
 from .caches import analyze_curve, size_grid
 from .cluster import bandwidth_groups, comm_layers, host_layers, sharing_groups
+from .decide import (
+    SETTLE_TOLERANCE,
+    alone_fits,
+    decide_levels,
+    decide_pair,
+    decide_sharing,
+    floor_curve,
+    pair_settled,
+    pass_ratio,
+    unsettled,
+)
 from .schema import SCHEMA, SCHEMA_VERSION
 from .truth import compare, hwloc_caches, level_of, os_caches
 
@@ -54,6 +66,8 @@ def settings(quick: bool) -> dict:
     """How much each part measures: --quick takes coarser grids, fewer repeats and pairs."""
     if quick:
         return {"grid_steps": 2, "passes": 2, "reps": 15, "accesses": 4000, "sharing_passes": 2,
+                "max_passes": 8, "settle_budget_s": 20.0, "sharing_max_passes": 6,
+                "sharing_budget_s": 20.0,
                 "all_pairs_up_to": 4, "copy_reps": 3, "lat_iters": 20, "lat_reps": 5,
                 "bw_volume": 2 * MiB, "bw_reps": 3}
     return {"grid_steps": 4, "passes": 3, "reps": 21, "accesses": 4000, "sharing_passes": 3,
@@ -216,20 +230,40 @@ class Probe:
 
     # -- parts
 
+    def sample_until_settled(self, sizes: list[int], label: str, huge: bool = False,
+                             passes: int | None = None) -> tuple[dict[int, list[float]], int]:
+        """Traversal samples per size: `passes` passes over every size, then passes over
+        the sizes not yet settled (decide.unsettled) until they are, `max_passes` is reached
+        or the time budget is spent. Returns (samples, passes run)."""
+        core = self.cores[0]
+        samples: dict[int, list[float]] = {z: [] for z in sizes}
+        first = self.s["passes"] if passes is None else passes
+        t0, n = time.monotonic(), 0
+        todo = list(sizes)
+        while todo:
+            n += 1
+            tag = f"{n}/{first}" if n <= first else f"{n} (repeat, {len(todo)} unsettled)"
+            for r in self.traverse([[core]], todo, f"{label} {tag}", huge=huge):
+                samples[r["size"]].append(r["ns"][0])
+            todo = sizes if n < first else unsettled({z: samples[z] for z in sizes})
+            if n >= self.s["max_passes"] or time.monotonic() - t0 > self.s["settle_budget_s"]:
+                break
+        return samples, n
+
     def part_caches(self) -> None:
         grid = self.grid()
         core = self.cores[0]
-        best: dict[int, float] = {}
-        for p in range(self.s["passes"]):
-            for r in self.traverse([[core]], grid, f"caches: traversal {p + 1}/{self.s['passes']}"):
-                best[r["size"]] = min(best.get(r["size"], float("inf")), r["ns"][0])
-        sizes = sorted(best)
-        ns = [best[z] for z in sizes]
+        samples, passes = self.sample_until_settled(grid, "caches: traversal")
+        sizes, ns = floor_curve(samples)
+        noisy = unsettled(samples)
         huge_sizes = [z for z in grid if z >= 64 * KiB]
         huge = None
+        huge_noisy: list[int] = []
         if _thp_available():
-            rec = self.traverse([[core]], huge_sizes, "caches: huge pages", huge=True)
-            huge = ([r["size"] for r in rec], [r["ns"][0] for r in rec])
+            hsamples, hpasses = self.sample_until_settled(huge_sizes, "caches: huge pages",
+                                                          huge=True, passes=1)
+            huge = floor_curve(hsamples)
+            huge_noisy = unsettled(hsamples) if hpasses > 1 else []
         else:
             self.warn("transparent huge pages are off: spread rises are read with the "
                       "binomial model only")
@@ -237,29 +271,44 @@ class Probe:
         if not levels:
             raise ProbeError("the traversal curve shows no rise: no cache level found "
                              f"(ns per access from {min(ns):.2f} to {max(ns):.2f})")
+        decided, phantoms = decide_levels(levels, self.doc["os"]["caches"], grid,
+                                          sorted(set(noisy) | set(huge_noisy)))
         self.doc["cache_curve"] = {"core": core, "sizes_bytes": sizes, "ns_per_access": ns,
                                    "page_bytes": self.doc["page_size"], "stride_bytes": KiB,
                                    "huge_pages": ({"sizes_bytes": huge[0],
                                                    "ns_per_access": huge[1]} if huge else None),
-                                   "grid": grid}
+                                   "grid": grid, "passes": passes,
+                                   "samples": {str(z): [round(x, 4) for x in v]
+                                               for z, v in samples.items()},
+                                   "unsettled_bytes": noisy,
+                                   "settle_tolerance": SETTLE_TOLERANCE,
+                                   "uncertain_rises": phantoms}
+        for ph in phantoms:
+            self.warn(f"caches: uncertain rise at {fmt_size(ph['size_bytes'])}: "
+                      + "; ".join(ph["evidence"]))
         caches = []
-        for lv in levels:
-            os_c = level_of(self.doc["os"]["caches"], lv["level"])
-            hw_c = level_of(self.doc["hwloc"]["caches"], lv["level"])
+        for d in decided:
+            lv = d["measured"] or {}
+            os_c = level_of(self.doc["os"]["caches"], d["level"])
+            hw_c = level_of(self.doc["hwloc"]["caches"], d["level"])
             caches.append({
-                "level": lv["level"],
-                "type": os_c["type"] if os_c else ("Data" if lv["level"] == 1 else "Unified"),
-                "size_bytes": lv["size_bytes"], "method": lv["method"],
+                "level": d["level"],
+                "type": os_c["type"] if os_c else ("Data" if d["level"] == 1 else "Unified"),
+                "size_bytes": d["size_bytes"], "method": lv.get("method", "os"),
+                "status": d["status"], "evidence": d["evidence"],
+                "measured_bytes": lv.get("size_bytes"),
                 "associativity": lv.get("associativity"),
                 "os_size_bytes": os_c["size_bytes"] if os_c else None,
                 "os_associativity": os_c["associativity"] if os_c else None,
                 "hwloc_size_bytes": hw_c["size_bytes"] if hw_c else None,
-                "shared_by": None,
+                "shared_by": None, "sharing_status": None,
                 "os_shared_by": os_c["shared_by"] if os_c else None,
                 "hwloc_shared_by": hw_c["shared_by"] if hw_c else None,
                 "detail": {k: v for k, v in lv.items()
                            if k not in ("level", "size_bytes", "method", "associativity")},
             })
+            if d["status"] == "uncertain":
+                self.warn(f"caches: L{d['level']} uncertain: " + "; ".join(d["evidence"]))
         self.doc["caches"] = caches
 
     def sharing_levels(self) -> list[dict]:
@@ -269,6 +318,15 @@ class Probe:
                     for c in self.doc["caches"]]
         return [{"level": c["level"], "size_bytes": c["size_bytes"], "source": "os"}
                 for c in self.doc["os"]["caches"] if c.get("size_bytes")]
+
+    def curve_ns_at(self, size: int, huge: bool) -> float | None:
+        """The single-core traversal's ns per access at the largest measured size <= `size`
+        (the huge-page curve when `huge` and there is one), None without a curve."""
+        cc = self.doc.get("cache_curve") or {}
+        curve = (cc.get("huge_pages") if huge else None) or cc
+        sizes, ns = curve.get("sizes_bytes") or [], curve.get("ns_per_access") or []
+        below = [n for z, n in zip(sizes, ns, strict=True) if z <= size]
+        return round(below[-1], 4) if below else None
 
     def part_sharing(self) -> None:
         if len(self.cores) < 2:
@@ -283,37 +341,79 @@ class Probe:
             size = max(KiB, size - size % KiB)
             alone: dict[int, float] = {}
             together: dict[tuple[int, int], list[float]] = {}
-            sets = [[c] for c in self.cores] + [list(p) for p in pairs]
+            ratios: dict[tuple[int, int], list[float]] = {tuple(p): [] for p in pairs}
             # Beyond L1, huge pages: no TLB step, no placement luck (see probe_caches).
             huge = lv["level"] >= 2 and _thp_available()
-            for p in range(self.s["sharing_passes"]):
-                label = f"sharing L{lv['level']}: pass {p + 1}/{self.s['sharing_passes']}"
-                for r in self.traverse(sets, [size], label, huge=huge):
+            discarded: dict[tuple[int, int], list[str]] = {tuple(q): [] for q in pairs}
+            curve_ns = self.curve_ns_at(size, huge)
+            t0, p = time.monotonic(), 0
+            todo = [tuple(q) for q in pairs]
+            # Each pass measures the cores of the pairs still open alone and then together:
+            # a pass's ratio compares measurements taken moments apart. Passes go on for the
+            # pairs whose ratios are not yet clear (decide.pair_settled).
+            while todo:
+                p += 1
+                cores = sorted({c for q in todo for c in q})
+                sets = [[c] for c in cores] + [list(q) for q in todo]
+                label = (f"sharing L{lv['level']}: pass {p}/{self.s['sharing_passes']}"
+                         if p <= self.s["sharing_passes"] else
+                         f"sharing L{lv['level']}: pass {p} (repeat, {len(todo)} pair(s) unclear)")
+                this_alone: dict[int, float] = {}
+                recs = self.traverse(sets, [size], label, huge=huge)
+                for r in recs:
+                    if len(r["cpus"]) == 1:
+                        c = r["cpus"][0]
+                        this_alone[c] = r["ns"][0]
+                        alone[c] = min(alone.get(c, float("inf")), r["ns"][0])
+                for r in recs:
                     cpus = r["cpus"]
-                    if len(cpus) == 1:
-                        alone[cpus[0]] = min(alone.get(cpus[0], float("inf")), r["ns"][0])
-                    else:
+                    if len(cpus) == 2:
                         key = (cpus[0], cpus[1])
                         prev = together.get(key)
                         together[key] = (r["ns"] if prev is None
                                          else [min(a, b) for a, b in zip(prev, r["ns"],
                                                                          strict=True)])
+                        slow = [f"core {c} alone {this_alone[c]:.1f} ns, the traversal curve "
+                                f"{curve_ns:.1f} ns" for c in cpus
+                                if not alone_fits(this_alone[c], curve_ns)]
+                        if slow:
+                            discarded[key].append(", ".join(slow))
+                        else:
+                            ratios[key].append(pass_ratio(r["ns"],
+                                                          [this_alone[c] for c in cpus]))
+                if p < self.s["sharing_passes"]:
+                    continue
+                todo = [q for q in todo if not pair_settled(ratios[q])]
+                if (p >= self.s["sharing_max_passes"]
+                        or time.monotonic() - t0 > self.s["sharing_budget_s"]):
+                    break
+            decision = decide_sharing(ratios, discarded=discarded)
+            verdict = {q: decide_pair(r) for q, r in ratios.items()}
             rows = []
             for (a, b), ns in sorted(together.items()):
                 ratio = max(ns[0] / alone[a], ns[1] / alone[b])
                 rows.append({"cores": [a, b], "ns": [round(x, 4) for x in ns],
-                             "ratio": round(ratio, 3), "shared": ratio > SHARED_RATIO})
-            shared = [tuple(r["cores"]) for r in rows if r["shared"]]
-            groups = sharing_groups(self.cores, shared)
+                             "ratio": round(ratio, 3),
+                             "pass_ratios": [round(x, 3) for x in ratios[(a, b)]],
+                             "decision": verdict[(a, b)],
+                             "shared": (True if verdict[(a, b)] == "shared" else
+                                        False if verdict[(a, b)] == "private" else None)})
+            groups = (sharing_groups(self.cores, decision["shared"])
+                      if decision["status"] == "decided" else None)
             results.append({"level": lv["level"], "array_bytes": size,
-                            "size_source": lv["source"], "huge_pages": huge,
+                            "size_source": lv["source"], "huge_pages": huge, "passes": p,
                             "alone_ns": {str(c): round(v, 4) for c, v in sorted(alone.items())},
-                            "pairs": rows, "shared_by": groups,
+                            "curve_ns": curve_ns,
+                            "pairs": rows, "shared_by": groups, "status": decision["status"],
+                            "evidence": decision["evidence"],
                             "complete_pairs": len(pairs) == len(self.cores) * (len(self.cores)
                                                                                  - 1) // 2})
+            if decision["status"] == "uncertain":
+                self.warn(f"sharing L{lv['level']} uncertain: " + "; ".join(decision["evidence"]))
             for c in self.doc["caches"]:
                 if c["level"] == lv["level"]:
                     c["shared_by"] = groups
+                    c["sharing_status"] = decision["status"]
         self.doc["sharing"] = results
 
     def part_memory(self) -> None:
@@ -639,15 +739,29 @@ def summary(doc: dict) -> str:
         if part.get("status") not in ("ok", "skipped"):
             lines.append(f"  part {name}: {part.get('status').upper()}: {part.get('error')}")
     if doc.get("caches"):
-        lines.append(f"  {'cache':<8}{'measured':>12}  {'method':<15}{'OS':>10}{'hwloc':>10}"
+        lines.append(f"  {'cache':<8}{'size':>10}  {'status':<10}{'measured':>10}  "
+                     f"{'method':<15}{'OS':>10}{'hwloc':>10}"
                      f"  {'shared by (measured)':<22}{'shared by (OS)':<20}")
         for c in doc["caches"]:
             agree = c.get("agree") or {}
             flag = "" if agree.get("size", True) and agree.get("sharing", True) else "  <- differs"
+            shared = ("uncertain" if c.get("sharing_status") == "uncertain"
+                      else _groups(c.get("shared_by")))
             lines.append(
-                f"  L{c['level']:<7}{fmt_size(c['size_bytes']):>12}  {c['method']:<15}"
+                f"  L{c['level']:<7}{fmt_size(c['size_bytes']):>10}  "
+                f"{c.get('status') or 'measured':<10}"
+                f"{fmt_size(c.get('measured_bytes', c['size_bytes'])):>10}  {c['method']:<15}"
                 f"{fmt_size(c.get('os_size_bytes')):>10}{fmt_size(c.get('hwloc_size_bytes')):>10}"
-                f"  {_groups(c.get('shared_by')):<22}{_groups(c.get('os_shared_by')):<20}{flag}")
+                f"  {shared:<22}{_groups(c.get('os_shared_by')):<20}{flag}")
+            if c.get("status") == "uncertain" or c.get("sharing_status") == "uncertain":
+                ev = list(c.get("evidence") or []) if c.get("status") == "uncertain" else []
+                for s in doc.get("sharing") or []:
+                    if s["level"] == c["level"] and s.get("status") == "uncertain":
+                        ev += s.get("evidence") or []
+                lines += [f"      uncertain: {e}" for e in ev]
+        for ph in (doc.get("cache_curve") or {}).get("uncertain_rises") or []:
+            lines.append(f"  uncertain rise at {fmt_size(ph['size_bytes'])}: "
+                         + "; ".join(ph["evidence"]))
     mem = doc.get("memory")
     if mem:
         lines.append(f"  memory: copy {mem['reference_gbps']:.2f} GB/s on one core "
