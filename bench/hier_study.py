@@ -26,9 +26,10 @@ import sys
 import time
 from pathlib import Path
 
-from colltune.commands import _size, human_size
-from colltune.search import grid_sizes
-from colltune.store import write_atomic
+from colltune.core.args import byte_size as _size
+from colltune.core.files import write_atomic
+from colltune.core.units import human_size
+from colltune.tune.search import grid_sizes
 
 FLAT = {"bcast": ["binomial", "scatter_allgather", "pipeline"],
         "allreduce": ["recursive_doubling", "ring", "rabenseifner"],

@@ -21,8 +21,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from colltune.args import parse_size
-from colltune.mpi import MPIBuild
+from colltune.core.mpi import MPIBuild
+from colltune.core.units import parse_size
 
 
 def launch(build: MPIBuild, nranks: int, program: list[str]) -> list[dict]:

@@ -34,12 +34,12 @@ import sys
 import time
 from pathlib import Path
 
-from colltune import table as tbl
-from colltune.commands import human_size
-from colltune.mpi import MPIBuild
-from colltune.progress import ProgressBar
-from colltune.store import write_atomic
-from colltune.tune import Server
+from colltune.core.files import write_atomic
+from colltune.core.mpi import MPIBuild
+from colltune.core.progress import ProgressBar
+from colltune.core.units import human_size
+from colltune.tune import table as tbl
+from colltune.tune.tune import Server
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

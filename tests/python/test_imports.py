@@ -17,9 +17,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "colltune"
 ROOT = "colltune"
 # Thin re-export modules kept at old names for scripts outside the package (bench/): no module
-# of the package may import them. Remove each once its users import the new name.
-COMPAT = {"colltune.args", "colltune.commands", "colltune.mpi", "colltune.progress",
-          "colltune.search", "colltune.table", "colltune.store", "colltune.tune"}
+# of the package may import them. Remove each once its users import the new name. (None left.)
+COMPAT: set[str] = set()
 
 
 # -- reading the package ------------------------------------------------------------------

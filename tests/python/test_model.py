@@ -185,3 +185,63 @@ def test_between_hosts_flag_is_validated(tmp_path):
     doc["layers"][1]["between_hosts"] = "yes"
     errors = validate(doc)
     assert any("layers[1].between_hosts" in str(e) for e in errors)
+
+
+# Contention (docs/MODEL.md, section Contention): a layer's concurrent_pairs and its points'
+# oneway_concurrent_us go to the C model's nconc / conc_pairs / oneway_conc_us.
+def _contention_doc(with_fields: bool) -> dict:
+    """One host, T(m) = 5 + m/1000 us, os = or = 1, g = 2; with the fields, per-pair one-way
+    times of k pairs at once k T (F(c) = c, measured at 1, 2, 4, 8 pairs)."""
+    doc = json.loads(SYNTHETIC.read_text())
+    layer = doc["layers"][0]
+    for p in layer["points"]:
+        p["oneway_us"] = 5 + p["size_bytes"] / 1000
+        if with_fields:
+            p["oneway_concurrent_us"] = [k * p["oneway_us"] for k in (1, 2, 4, 8)]
+    if with_fields:
+        layer["concurrent_pairs"] = [1, 2, 4, 8]
+    return doc
+
+
+def _build_or_skip():
+    from colltune.core.mpi import MPIBuild, MPIError
+
+    try:
+        return MPIBuild.select()  # $COLLTUNE_MPI or mpich (never a sanitizer build)
+    except MPIError as e:
+        pytest.skip(str(e))
+
+
+def test_contention_slows_a_linear_scatter_of_large_blocks():
+    from colltune.model.model import Model
+    from colltune.p2p.schema import validate
+
+    build = _build_or_skip()
+    with_doc, without_doc = _contention_doc(True), _contention_doc(False)
+    assert validate(with_doc) == [] and validate(without_doc) == []
+    slow = Model.from_p2p(build, with_doc)
+    plain = Model.from_p2p(build, without_doc)
+    assert slow.table.nconc == 4 and plain.table.nconc == 0
+    # 1 MiB blocks to 16 ranks: the root's eager sends overlap, each sharing the node
+    args = ("scatter", "linear", 1 << 20, 16)
+    with_c = slow.predict(*args)["predicted_us"]
+    without_c = plain.predict(*args)["predicted_us"]
+    assert with_c > 2 * without_c
+    # one pair at a time (a chain bcast, unsegmented) never overlaps: no contention charged
+    chain = ("bcast", "chain", 1 << 20, 8)
+    assert slow.predict(*chain, segsize=0) == plain.predict(*chain, segsize=0)
+
+
+def test_files_without_contention_fields_predict_as_before(env):
+    """The old synthetic file: the closed form of a flat bcast, unchanged (nconc 0)."""
+    from colltune.model.model import Model
+
+    build = _build_or_skip()
+    m = Model.from_p2p(build, json.loads(SYNTHETIC.read_text()))
+    assert m.table.nconc == 0
+    r = m.predict("bcast", "linear", 4000, 7, segsize=1000)
+    assert r["predicted_us"] == pytest.approx((4 * 6 - 1) * G + T)
+    # a layer with concurrent_pairs but points missing the values: no contention either
+    doc = json.loads(SYNTHETIC.read_text())
+    doc["layers"][0]["concurrent_pairs"] = [1, 2]
+    assert Model.from_p2p(build, doc).table.nconc == 0

@@ -212,3 +212,116 @@ def test_switch_rule_ignores_single_point_blips():
     assert switches(pts([i, i, b, b, r, r])) == [
         {"at_bytes": 4, "from": i, "to": b}, {"at_bytes": 16, "from": b, "to": r}]
     assert switches([]) == []
+
+
+# -- contention: the concurrent-pairs fields and the merge of ct_p2p --concurrent ------------
+
+
+def _with_concurrent(doc: dict) -> dict:
+    doc = copy.deepcopy(doc)
+    layer = doc["layers"][0]
+    layer["concurrent_pairs"] = [1, 2, 4]
+    for p in layer["points"]:
+        p["oneway_concurrent_us"] = [p["oneway_us"], 1.5 * p["oneway_us"], 3 * p["oneway_us"]]
+    return doc
+
+
+def test_concurrent_fields_are_accepted():
+    assert validate(_with_concurrent(GOOD)) == []
+
+
+@pytest.mark.parametrize("change, field, reason", [
+    (lambda layer: layer.update(concurrent_pairs=[2, 1, 4]), "concurrent_pairs",
+     "ascending integers >= 1"),
+    (lambda layer: layer.update(concurrent_pairs=[0, 1, 2]), "concurrent_pairs",
+     "ascending integers >= 1"),
+    (lambda layer: layer.update(concurrent_pairs=[1, 2.5, 4]), "concurrent_pairs",
+     "ascending integers >= 1"),
+    (lambda layer: layer["points"][2].pop("oneway_concurrent_us"),
+     "points[2].oneway_concurrent_us", "missing"),
+    (lambda layer: layer["points"][1]["oneway_concurrent_us"].pop(),
+     "points[1].oneway_concurrent_us", "2 values for 3 concurrent_pairs"),
+    (lambda layer: layer["points"][0]["oneway_concurrent_us"].__setitem__(1, -2.0),
+     "points[0].oneway_concurrent_us[1]", "negative"),
+    (lambda layer: layer["points"][0]["oneway_concurrent_us"].__setitem__(0, "x"),
+     "points[0].oneway_concurrent_us[0]", "not a number"),
+    (lambda layer: layer.pop("concurrent_pairs"), "points[0].oneway_concurrent_us",
+     "without the layer's concurrent_pairs"),
+])
+def test_bad_concurrent_fields_are_rejected(change, field, reason):
+    doc = _with_concurrent(GOOD)
+    change(doc["layers"][0])
+    errors = [str(e) for e in validate(doc)]
+    assert any(f"layers[0].{field}: " in e and reason in e for e in errors), errors
+
+
+# what `ct_p2p --concurrent 1,2,4` prints on 8 ranks (tools/p2p/ct_p2p.c), sizes of GOOD
+CONCURRENT_OUTPUT = [
+    {"ranks": [{"rank": r, "core": r, "cpus": str(r), "bound": True} for r in range(8)],
+     "binder": "hwloc", "library": "MPICH", "sizes": [1, 1024, 65536, 1 << 20],
+     "concurrent": [1, 2, 4], "pairs": [[0, 4], [1, 5], [2, 6], [3, 7]]},
+    {"size_bytes": 1, "iterations": 30, "oneway_concurrent_us": [1.2, 1.3, 1.5]},
+    {"size_bytes": 1024, "iterations": 30, "oneway_concurrent_us": [1.5, 1.7, 2.0]},
+    {"size_bytes": 65536, "iterations": 30, "oneway_concurrent_us": [9.0, 12.0, 20.0]},
+    {"size_bytes": 1 << 20, "iterations": 5, "oneway_concurrent_us": [100.0, 160.0, 300.0]},
+]
+
+
+def test_merge_concurrent_output_into_a_layer():
+    from colltune.p2p.p2p import merge_concurrent
+
+    doc = copy.deepcopy(GOOD)
+    assert merge_concurrent(doc["layers"][0], CONCURRENT_OUTPUT)
+    layer = doc["layers"][0]
+    assert layer["concurrent_pairs"] == [1, 2, 4]
+    assert layer["points"][3]["oneway_concurrent_us"] == [100.0, 160.0, 300.0]
+    assert layer["points"][0]["oneway_concurrent_us"] == [1.2, 1.3, 1.5]
+    assert validate(doc) == []
+    # an interrupted job (a size missing) or no header: the layer is left as it was
+    doc = copy.deepcopy(GOOD)
+    assert not merge_concurrent(doc["layers"][0], CONCURRENT_OUTPUT[:-1])
+    assert not merge_concurrent(doc["layers"][0], CONCURRENT_OUTPUT[1:])
+    assert "concurrent_pairs" not in doc["layers"][0]
+    assert all("oneway_concurrent_us" not in p for p in doc["layers"][0]["points"])
+
+
+def test_concurrent_job_plan_command_and_estimate(monkeypatch):
+    """The job of a layer (with a fake topology of 16 bindable cores, then 2): 8 pairs on the
+    first 16 cores inside a host, 8 ranks a host between hosts; none when P < 2."""
+    from colltune.p2p import p2p
+
+    build = _build("mpich")
+    run = p2p.P2PRun(build, True, progress=False, log=lambda msg: None, max_bytes=1024)
+    monkeypatch.setattr(run, "_cores", lambda: list(range(16)))
+    plan = [{"layer": 0, "hosts": ["a", "a"], "between_hosts": False, "pair": [0, 1],
+             "latency_us": None},
+            {"layer": 1, "hosts": ["a", "b"], "between_hosts": True, "pair": [0, 1],
+             "latency_us": None}]
+    jobs = run.concurrent_plan(plan)
+    intra, inter = jobs[id(plan[0])], jobs[id(plan[1])]
+    assert intra == {"pairs": 8, "cores": list(range(16)), "hosts": ["a"] * 16}
+    assert inter == {"pairs": 8, "cores": list(range(8)) * 2, "hosts": ["a"] * 8 + ["b"] * 8}
+    assert p2p.pair_counts(8) == [1, 2, 4, 8] and p2p.pair_counts(3) == [1, 2, 3]
+    cmd = run.concurrent_command({"pairs": 8, "cores": list(range(16)), "hosts": None})
+    i = cmd.index("--concurrent")
+    assert cmd[i + 1] == "1,2,4,8" and "--cores" in cmd and "--quick" in cmd
+    assert cmd[cmd.index("--cores") + 1] == ",".join(map(str, range(16)))
+    plain = p2p.estimate_seconds(run.sizes, 30, 2)
+    assert p2p.estimate_seconds(run.sizes, 30, 2, [[1, 2, 4, 8]]) > plain + 1.5
+    monkeypatch.setattr(run, "_cores", lambda: [0, 1])  # 2 cores: P = 1, no job
+    assert run.concurrent_plan(plan) == {}
+
+
+def test_concurrent_job_runs_and_merges():
+    """The real tool: 2 pairs (4 ranks, unpinned: on a 2-core machine colltune p2p itself
+    skips the job), sizes to 1 KiB, merged into a layer of those sizes."""
+    from colltune.p2p import p2p
+
+    build = _build("mpich")
+    run = p2p.P2PRun(build, True, progress=False, log=lambda msg: None, max_bytes=1024)
+    layer = {"layer": 0, "points": [{"size_bytes": s} for s in run.sizes]}
+    run.run_concurrent({"layer": 0}, {"pairs": 2, "cores": None, "hosts": None}, layer)
+    assert run.doc["warnings"] == [] and "--concurrent 1,2" in run.commands[0]
+    assert layer["concurrent_pairs"] == [1, 2]
+    assert all(len(p["oneway_concurrent_us"]) == 2 and min(p["oneway_concurrent_us"]) > 0
+               for p in layer["points"])

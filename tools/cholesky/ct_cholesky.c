@@ -1,7 +1,7 @@
 /* ct_cholesky: a tiled Cholesky factorisation (A = L L^T, lower) on a 2D block-cyclic
  * distribution, over colltune's sequential-task-flow runtime (src/stf), with the tile
  * transfers as plain MPI sends or as dynamic broadcasts (src/dyn). Launched by
- * `colltune cholesky` (python/colltune/cholesky.py); one JSON line per run on stdout.
+ * `colltune cholesky` (python/colltune/dyn/cholesky.py); one JSON line per run on stdout.
  *
  *   ct_cholesky --n N --nb NB [--grid PxQ] [--comm mpi|dyn|dyn-plain] [--precision d|s]
  *               [--workers W] [--iters I] [--no-check]

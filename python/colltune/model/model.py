@@ -31,7 +31,9 @@ class _CostTable(ctypes.Structure):
                 ("g_us", _D), ("oneway_us", _D), ("mode", ctypes.POINTER(ctypes.c_int)),
                 ("npending", ctypes.c_int), ("pending_counts", _D), ("os_pending_us", _D),
                 ("g_pending_us", _D), ("nlocal", ctypes.c_int), ("local_bytes", _D),
-                ("copy_us", _D), ("reduce_us", _D)]
+                ("copy_us", _D), ("reduce_us", _D),
+                # contention (optional; nconc 0: none, the model without it exactly)
+                ("nconc", ctypes.c_int), ("conc_pairs", _D), ("oneway_conc_us", _D)]
 
 
 class ModelError(ValueError):
@@ -108,7 +110,8 @@ class Model:
         self.table = self._table(layer, pending_counts, local)
         self.inter_table = self._table(inter, pending_counts, None) if inter else None
         lib = ctypes.CDLL(str(build.tool("libcolltune.so")))
-        fn = lib.ct_model_predict_nodes_named
+        # reads the whole table, contention included (nconc 0: ct_model_predict_nodes_named)
+        fn = lib.ct_model_predict_contention_named
         fn.restype = ctypes.c_int
         fn.argtypes = [ctypes.POINTER(_CostTable), ctypes.POINTER(_CostTable),
                        ctypes.POINTER(ctypes.c_int), ctypes.c_char_p, ctypes.c_char_p,
@@ -148,6 +151,13 @@ class Model:
             t.local_bytes = arr(local["sizes_bytes"])
             t.copy_us = arr(local["copy_us"])
             t.reduce_us = arr(local["reduce_us"])
+        conc = layer.get("concurrent_pairs")
+        if conc and all("oneway_concurrent_us" in p for p in points):
+            # row-major: row k = the per-pair one-way times with conc[k] pairs at once
+            t.nconc = len(conc)
+            t.conc_pairs = arr(conc)
+            t.oneway_conc_us = arr([p["oneway_concurrent_us"][k] for k in range(len(conc))
+                                    for p in points])
         return t
 
     @classmethod

@@ -5,6 +5,10 @@ representative pair of cores each; without a machine file one pair, cores 0 and 
 2-rank job of `ct_p2p` measures, from 1 B to 16 MiB: the send overhead os, the receive
 overhead or, the gap g, the one-way time, the Isend mode (blocking, immediate,
 rendezvous), os and g with 1 to 16 Isends pending, and rank 0's copy and reduction costs.
+Then, for the first layer inside a host and the first between hosts, a job of 2P ranks
+(`ct_p2p --concurrent`) measures the one-way time of 1 to P pairs at once (contention: the
+layer's `concurrent_pairs` and its points' `oneway_concurrent_us`); P = min(8, cores / 2),
+none when P < 2.
 The result is p2p.json (schema colltune-p2p version 1, `p2p_schema`).
 
 `measure_p2p` is what `colltune run` calls.
@@ -42,6 +46,7 @@ JOB_TIMEOUT_S = 600
 # transfers per iteration (os 1, ping-pong 2, or 2, gap 8, pending 1+2+4+8+16) and
 # synchronisations per iteration; the mode test's samples.
 _TRANSFERS, _SYNCS, _MODE_SAMPLES = 13 + sum(PENDING_COUNTS), 5 + len(PENDING_COUNTS), 6
+MAX_PAIRS = 8  # concurrent pairs measured at most (ct_p2p --concurrent)
 
 
 class P2PError(RuntimeError):
@@ -69,15 +74,51 @@ def iterations(base: int, size: int) -> int:
     return max(min(5, base), min(base, base * 65536 // size))
 
 
-def estimate_seconds(sizes: list[int], base: int, layers: int) -> float:
-    """A rough forecast: 2 us a message plus 2 GB/s, 1.5 s to start each job."""
+def estimate_seconds(sizes: list[int], base: int, layers: int,
+                     concurrent: list[list[int]] = ()) -> float:
+    """A rough forecast: 2 us a message plus 2 GB/s, 1.5 s to start each job; `concurrent`:
+    the pair counts of each concurrent-pairs job (k pairs sharing the bandwidth)."""
     total = 0.0
     for m in sizes:
         message = 2e-6 + m / 2e9
         delay = max(50e-6, 10 * message)
         total += iterations(base, m) * (_TRANSFERS * message + _SYNCS * 3e-6)
         total += _MODE_SAMPLES * (delay + message)
-    return layers * (1.5 + total)
+    extra = 0.0
+    for counts in concurrent:
+        extra += 1.5 + sum((iterations(base, m) + 1) * (2 * k * (2e-6 + m / 2e9) + 2 * 5e-6)
+                           for m in sizes for k in counts)
+    return layers * (1.5 + total) + extra
+
+
+def pair_counts(pairs: int) -> list[int]:
+    """The pair counts of a concurrent job of `pairs` pairs: 1, 2, 4, ... and `pairs`."""
+    out, k = [], 1
+    while k < pairs:
+        out.append(k)
+        k *= 2
+    return out + [pairs]
+
+
+def merge_concurrent(layer: dict, records: list[dict]) -> bool:
+    """Merge a `ct_p2p --concurrent` job's output (its JSON lines: a header with
+    `concurrent`, then one line per size) into a p2p layer: `concurrent_pairs`, and each
+    point's `oneway_concurrent_us` from the line of equal size_bytes. Only when every point
+    has its line (else the layer is left without the fields): True when merged."""
+    head = next((r for r in records if "concurrent" in r), None)
+    if not head or not head["concurrent"]:
+        return False
+    by_size = {r["size_bytes"]: r["oneway_concurrent_us"] for r in records
+               if "size_bytes" in r and "oneway_concurrent_us" in r}
+    points = layer.get("points") or []
+    if not points or any(p["size_bytes"] not in by_size for p in points):
+        return False
+    if any(len(by_size[p["size_bytes"]]) != len(head["concurrent"]) for p in points):
+        return False
+    layer["concurrent_pairs"] = list(head["concurrent"])
+    for p in points:
+        p["oneway_concurrent_us"] = list(by_size[p["size_bytes"]])
+    return True
 
 
 # -- running ct_p2p ------------------------------------------------------------------------
@@ -193,7 +234,9 @@ class P2PRun:
         (complete: false) and KeyboardInterrupt goes on up."""
         started = time.monotonic()
         plan = self.plan()
-        estimate = estimate_seconds(self.sizes, self.s["iters"], len(plan))
+        conc = self.concurrent_plan(plan)
+        estimate = estimate_seconds(self.sizes, self.s["iters"], len(plan),
+                                    [pair_counts(c["pairs"]) for c in conc.values()])
         self.doc["estimated_s"] = round(estimate, 1)
         self.log(f"colltune p2p: {'quick' if self.quick else 'full'} measurement with "
                  f"{self.build.name}, {len(self.sizes)} sizes from 1 B to "
@@ -217,6 +260,9 @@ class P2PRun:
                     self.warn(f"layer {entry['layer']}: {e}")
                 finally:
                     self.add_layer(entry, records)
+                if id(entry) in conc and self.doc["layers"] and \
+                        self.doc["layers"][-1]["layer"] == entry["layer"]:
+                    self.run_concurrent(entry, conc[id(entry)], self.doc["layers"][-1])
         except KeyboardInterrupt:
             self.warn("interrupted: the layers and sizes not measured are missing")
             self.doc["duration_s"] = round(time.monotonic() - started, 2)
@@ -226,6 +272,73 @@ class P2PRun:
             raise P2PError("; ".join(failures))
         self.doc["complete"] = not failures
         return self.doc
+
+    def concurrent_plan(self, plan: list[dict]) -> dict[int, dict]:
+        """The concurrent-pairs jobs, keyed by id() of their plan entry: the first layer inside
+        a host (pairs on its first 2P cores) and the first between hosts (P ranks a host,
+        block placement, pinned to the first P cores of each); P = min(MAX_PAIRS, cores / 2),
+        no job when P < 2."""
+        cores = self._cores()
+        pairs = min(MAX_PAIRS, len(cores or []) // 2 if cores is not None
+                    else (os.cpu_count() or 1) // 2)
+        if pairs < 2:
+            return {}
+        out: dict[int, dict] = {}
+        intra = next((e for e in plan if not e.get("between_hosts")), None)
+        inter = next((e for e in plan if e.get("between_hosts")), None)
+        if intra is not None:
+            host = (intra.get("hosts") or [None])[0]
+            out[id(intra)] = {"pairs": pairs, "cores": cores[:2 * pairs] if cores else None,
+                              "hosts": [host] * (2 * pairs) if host else None}
+        if inter is not None and inter.get("hosts"):
+            h0, h1 = inter["hosts"][:2]
+            out[id(inter)] = {"pairs": pairs,
+                              "cores": cores[:pairs] * 2 if cores else None,
+                              "hosts": [h0] * pairs + [h1] * pairs}
+        return out
+
+    def _cores(self) -> list[int] | None:
+        """The cores ct_probe lists when this build can bind (None: unpinned), once."""
+        if not hasattr(self, "_topo_cores"):
+            try:
+                probe = self.build.tool("ct_probe")
+                out = subprocess.run([str(probe), "topo"], capture_output=True, text=True,
+                                     timeout=60)
+                topo = json.loads(out.stdout.splitlines()[0]) if out.returncode == 0 else {}
+            except (MPIError, OSError, subprocess.TimeoutExpired, json.JSONDecodeError,
+                    IndexError):
+                topo = {}
+            cores = topo.get("cores") or []
+            self._topo_cores = list(cores) if cores and topo.get("can_bind") else None
+        return self._topo_cores
+
+    def concurrent_command(self, job: dict) -> list[str]:
+        pairs = job["pairs"]
+        tool = str(self.build.tool("ct_p2p"))
+        args = [tool, "--concurrent", ",".join(map(str, pair_counts(pairs))), "--sizes",
+                ",".join(map(str, self.sizes)), "--iters", str(self.s["iters"])]
+        if job["cores"]:
+            args += ["--cores", ",".join(map(str, job["cores"]))]
+        if self.quick:
+            args.append("--quick")
+        return self.build.launch_command(2 * pairs, args, bind=not job["cores"],
+                                         hosts=job["hosts"])
+
+    def run_concurrent(self, entry: dict, job: dict, layer: dict) -> None:
+        """The concurrent-pairs job of a layer, merged into it; a failure is a warning (the
+        layer stays without contention data)."""
+        records: list[dict] = []
+        cmd = self.concurrent_command(job)
+        self.commands.append(shlex.join(cmd))
+        label = f"p2p layer {entry['layer']} ({job['pairs']} concurrent pairs)"
+        try:
+            _run_job(cmd, label, self.build.launch_env(2 * job["pairs"]), records,
+                     self.progress)
+        except P2PError as e:
+            self.warn(f"layer {entry['layer']}: concurrent pairs: {e}")
+            return
+        if not merge_concurrent(layer, records):
+            self.warn(f"layer {entry['layer']}: concurrent pairs: output incomplete, not kept")
 
     def add_layer(self, entry: dict, records: list[dict]) -> None:
         head = next((r for r in records if "ranks" in r), None)

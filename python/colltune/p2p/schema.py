@@ -120,6 +120,14 @@ def _layer(layer, f, pending, need, number, value) -> None:
     need(hosts is None or (isinstance(hosts, list) and len(hosts) == 2
                            and all(isinstance(h, str) and h for h in hosts)),
          f + ".hosts", "not null or a [host, host] pair")
+    # optional contention data (docs/P2P.md "Contention fields"): both or neither
+    conc = layer.get("concurrent_pairs")
+    if conc is not None and not need(
+            isinstance(conc, list) and conc
+            and all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in conc)
+            and all(a < b for a, b in zip(conc, conc[1:], strict=False)),
+            f + ".concurrent_pairs", "not a list of ascending integers >= 1"):
+        conc = None
     points = layer.get("points")
     if need(isinstance(points, list), f + ".points", "missing or not a list"):
         previous = None
@@ -149,6 +157,7 @@ def _layer(layer, f, pending, need, number, value) -> None:
                          f"{len(values)} values for {len(pending)} pending_counts")
                 for k, v in enumerate(values):
                     value(v, f"{pf}.{key}[{k}]")
+            _concurrent(p, pf, layer, conc, need, value)
     switches = layer.get("switches")
     if need(isinstance(switches, list), f + ".switches", "missing or not a list"):
         for j, s in enumerate(switches):
@@ -160,6 +169,23 @@ def _layer(layer, f, pending, need, number, value) -> None:
             for key in ("from", "to"):
                 need(s.get(key) in MODES, f"{sf}.{key}",
                      f"unknown mode {s.get(key)!r} (one of {', '.join(MODES)})")
+
+
+def _concurrent(p, pf, layer, conc, need, value) -> None:
+    """A point's oneway_concurrent_us: one non-negative number per concurrent_pairs entry,
+    present exactly when the layer has concurrent_pairs."""
+    field = pf + ".oneway_concurrent_us"
+    values = p.get("oneway_concurrent_us")
+    if "concurrent_pairs" not in layer:
+        need(values is None, field, "present without the layer's concurrent_pairs")
+        return
+    if not need(isinstance(values, list), field, "missing or not a list"):
+        return
+    if conc is not None:
+        need(len(values) == len(conc), field,
+             f"{len(values)} values for {len(conc)} concurrent_pairs")
+    for k, v in enumerate(values):
+        value(v, f"{field}[{k}]")
 
 
 def switches(points: list[dict]) -> list[dict]:
