@@ -317,3 +317,18 @@ def test_recorded_loaded_vm_probe_agrees_with_the_os():
     assert phantoms == []
     l2 = next(s for s in d["sharing"] if s["level"] == 2)
     assert decide_sharing({(0, 1): l2["pairs"]["0-1"]})["status"] == "uncertain"
+
+
+def test_sharing_against_the_os_needs_strong_evidence():
+    s = _noisy()["sharing"]
+    # the OS says private; two clear passes saying shared (a co-runner) are not enough
+    out = decide_sharing({(0, 1): [1.82, 1.89]}, os_shared=set())
+    assert out["status"] == "uncertain" and "against the OS (private)" in out["evidence"][0]
+    assert not pair_settled([1.82, 1.89], os_shared=False)
+    # four clear passes are
+    strong = [2.1, 1.9, 2.2, 1.95]
+    assert pair_settled(strong, os_shared=False)
+    assert decide_sharing({(0, 1): strong}, os_shared=set())["shared"] == [(0, 1)]
+    # agreeing with the OS, two clear passes do
+    assert decide_sharing({(0, 1): s["shared"][:2]}, os_shared={(0, 1)})["status"] == "decided"
+    assert pair_settled(s["private"][:2], os_shared=False)

@@ -186,9 +186,16 @@ def decide_pair(ratios: list[float], threshold: float = SHARED_RATIO,
     return "uncertain"
 
 
+STRONG_PASSES = 4   # clear passes, all one side, that outweigh the OS's word
+
+
 def pair_settled(ratios: list[float], threshold: float = SHARED_RATIO,
-                 band: float = SHARING_BAND, min_passes: int = 2) -> bool:
-    """Whether more passes would not change the answer: enough passes, all clear, one side."""
+                 band: float = SHARING_BAND, min_passes: int = 2,
+                 os_shared: bool | None = None) -> bool:
+    """Whether more passes would not change the answer: enough passes, all clear, one side.
+    An answer against the OS's (`os_shared`) needs STRONG_PASSES of them."""
+    if os_shared is not None and (decide_pair(ratios, threshold, band) == "shared") != os_shared:
+        min_passes = max(min_passes, STRONG_PASSES)
     if len(ratios) < min_passes:
         return False
     hi, lo = threshold * (1 + band), threshold / (1 + band)
@@ -209,11 +216,14 @@ def alone_fits(alone_ns: float, curve_ns: float | None,
 
 def decide_sharing(pairs: dict[tuple[int, int], list[float]], threshold: float = SHARED_RATIO,
                    band: float = SHARING_BAND,
-                   discarded: dict[tuple[int, int], list[str]] | None = None) -> dict:
+                   discarded: dict[tuple[int, int], list[str]] | None = None,
+                   os_shared: set[tuple[int, int]] | None = None) -> dict:
     """The answer for one level from each pair's per-pass ratios: status ('decided' or
     'uncertain'), shared (pairs decided shared), uncertain (pairs with their ratios) and
     evidence sentences. `discarded`: per pair, why passes were left out (alone_fits); a pair
-    left with no pass is uncertain."""
+    left with no pass is uncertain. `os_shared`: the pairs the OS says share the level; a
+    verdict against the OS stands only on STRONG_PASSES clear passes all on its side
+    (pair_settled), else the pair is uncertain."""
     shared, unsure, evidence = [], [], []
     discarded = discarded or {}
     for pair, reasons in sorted(discarded.items()):
@@ -222,6 +232,15 @@ def decide_sharing(pairs: dict[tuple[int, int], list[float]], threshold: float =
                             + "; ".join(reasons[:3]))
     for pair, ratios in sorted(pairs.items()):
         verdict = decide_pair(ratios, threshold, band)
+        if (os_shared is not None and verdict != "uncertain"
+                and (verdict == "shared") != (pair in os_shared)
+                and not pair_settled(ratios, threshold, band, os_shared=pair in os_shared)):
+            evidence.append(f"cores {pair[0]},{pair[1]}: measured {verdict} (slowdowns "
+                            f"{', '.join(f'{r:.2f}' for r in ratios)}) against the OS "
+                            f"({'shared' if pair in os_shared else 'private'}) on fewer than "
+                            f"{STRONG_PASSES} clear passes")
+            unsure.append(pair)
+            continue
         if verdict == "shared":
             shared.append(pair)
         elif verdict == "uncertain":

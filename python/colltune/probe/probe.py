@@ -346,6 +346,9 @@ class Probe:
             huge = lv["level"] >= 2 and _thp_available()
             discarded: dict[tuple[int, int], list[str]] = {tuple(q): [] for q in pairs}
             curve_ns = self.curve_ns_at(size, huge)
+            os_c = level_of(self.doc["os"]["caches"], lv["level"])
+            os_pairs = ({(a, b) for g in os_c["shared_by"] for a in g for b in g if a < b}
+                        if os_c and os_c.get("shared_by") else None)
             t0, p = time.monotonic(), 0
             todo = [tuple(q) for q in pairs]
             # Each pass measures the cores of the pairs still open alone and then together:
@@ -383,11 +386,13 @@ class Probe:
                                                           [this_alone[c] for c in cpus]))
                 if p < self.s["sharing_passes"]:
                     continue
-                todo = [q for q in todo if not pair_settled(ratios[q])]
+                todo = [q for q in todo
+                        if not pair_settled(ratios[q], os_shared=(
+                            None if os_pairs is None else q in os_pairs))]
                 if (p >= self.s["sharing_max_passes"]
                         or time.monotonic() - t0 > self.s["sharing_budget_s"]):
                     break
-            decision = decide_sharing(ratios, discarded=discarded)
+            decision = decide_sharing(ratios, discarded=discarded, os_shared=os_pairs)
             verdict = {q: decide_pair(r) for q, r in ratios.items()}
             rows = []
             for (a, b), ns in sorted(together.items()):
