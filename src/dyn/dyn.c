@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "../api/job.h"
+#include "../monitor/monitor.h"
 #include "../nbc/nbc.h"
 #include "colltune.h"
 
@@ -253,6 +254,33 @@ static void engine_fail(int rc);
 
 /* ---- Sending ------------------------------------------------------------ */
 
+/* The monitor's view of the runtime's messages (they go by PMPI, below the drop-in):
+ * colltune's collective traffic, sends when posted, receives when matched. */
+static void monitor_sent(int dest, MPI_Count bytes)
+{
+    if (ct_monitor_level < CT_MON_COUNT)
+        return;
+    int was = ct_monitor_in_collective;
+    ct_monitor_in_collective = 1;
+    ct_monitor_count_send(dyn.comm, dest, bytes, MPI_BYTE);
+    ct_monitor_in_collective = was;
+}
+
+static void monitor_received(int source, MPI_Count bytes)
+{
+    if (ct_monitor_level < CT_MON_COUNT)
+        return;
+    MPI_Status st;
+    memset(&st, 0, sizeof st);
+    st.MPI_SOURCE = source;
+    st.MPI_TAG = DYN_TAG;
+    PMPI_Status_set_elements_x(&st, MPI_BYTE, bytes);
+    int was = ct_monitor_in_collective;
+    ct_monitor_in_collective = 1;
+    ct_monitor_recv(dyn.comm, &st);
+    ct_monitor_in_collective = was;
+}
+
 /* Posts one message to list[0].rank: header for the n entries of list, then
  * count elements of type at buf. Under dyn.lock. */
 static int post_message(int origin, const int32_t *list, int n, const void *buf, int count,
@@ -288,6 +316,11 @@ static int post_message(int origin, const int32_t *list, int n, const void *buf,
             rc = PMPI_Isend(MPI_BOTTOM, 1, t, list[0], DYN_TAG, dyn.comm, &r[0]);
             PMPI_Type_free(&t); /* MPI keeps it alive for the send in flight */
         }
+    }
+    if (rc == MPI_SUCCESS) {
+        monitor_sent(list[0], apart ? (MPI_Count)hb : (MPI_Count)hb + bytes);
+        if (apart)
+            monitor_sent(list[0], bytes);
     }
     for (int i = 0; i < 2 && rc == MPI_SUCCESS; i++)
         if (r[i] != MPI_REQUEST_NULL && (rc = reqvec_push(&dyn.sends, r[i], s)) == MPI_SUCCESS)
@@ -558,6 +591,8 @@ static void header_arrived(char *b, MPI_Count len, int source)
                                      dyn.comm, &r)
                         : MPI_ERR_NO_MEM;
     }
+    if (rc == MPI_SUCCESS)
+        monitor_received(source, (MPI_Count)m->bytes); /* matched: its header came */
     if (rc == MPI_SUCCESS && (rc = reqvec_push(&dyn.recvs, r, m)) != MPI_SUCCESS) {
         PMPI_Cancel(&r); /* unlikely (no memory): the data is lost either way */
         PMPI_Request_free(&r);
@@ -604,6 +639,7 @@ static int poll_locked(void)
             engine_fail(rc);
             break;
         }
+        monitor_received(st.MPI_SOURCE, len);
         header_arrived(b, len, st.MPI_SOURCE);
     }
     int outcount = 0;

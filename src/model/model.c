@@ -875,12 +875,13 @@ int ct_model_predict_layers(const ct_cost_table *costs, const ct_cost_table *int
         rc = -1;
         goto out;
     }
-    const ct_algorithm_info *info = ct_algorithm_find((ct_coll)p->coll, alg);
     for (int r = 0; r < n; r++) {
         ct_params q = *p;
         q.rank = r;
-        if (info && (info->flags & CT_ALG_SHARED_MEMORY) && !q.shm_count && q.type_size)
-            q.shm_count = CT_SHM_DEFAULT_BYTES / q.type_size; /* the drop-in's default */
+        /* The drop-in's default segment, for the shm algorithms and the shm intra parts of
+         * hier (the others ignore it). */
+        if (!q.shm_count && q.type_size)
+            q.shm_count = CT_SHM_DEFAULT_BYTES / q.type_size;
         ct_sched_init(&s[r]);
         ps[r] = &s[r];
         if (ct_sched_generate(alg, &q, &s[r])) {
@@ -969,7 +970,12 @@ int ct_model_predict_contention_named(const ct_cost_table *costs, const ct_cost_
         const ct_registry_entry *e = ct_registry_find((ct_coll)coll, alg);
         const char *ip = NULL, *xp = NULL;
         unsigned pf;
-        if (e && (e->info.flags & CT_ALG_HIERARCHICAL) &&
+        /* No intra part named: shm, as the drop-in runs hier where nodes share memory. */
+        if (e && (e->info.flags & CT_ALG_HIERARCHICAL) && !(intra_part && intra_part[0]) &&
+            ct_hier_parts((ct_coll)coll, "shm", inter_part, &ip, &xp, &pf, res.error,
+                          sizeof res.error))
+            ip = NULL;
+        if (e && (e->info.flags & CT_ALG_HIERARCHICAL) && !ip &&
             ct_hier_parts((ct_coll)coll, intra_part, inter_part, &ip, &xp, &pf, res.error,
                           sizeof res.error)) {
             *total_us = 0;

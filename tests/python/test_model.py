@@ -125,13 +125,14 @@ def predict_two(env, *args):
 
 @pytest.mark.parametrize("hosts,ppn", [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)])
 def test_predict_two_layers_closed_forms(env, hosts, ppn):
-    """Hierarchical bcast, binomial at both levels, K = 2^a hosts of 2^b ranks: a T_inter +
-    b T_intra; the flat chain crosses hosts K-1 times: (K-1) T_inter + (N-K) T_intra."""
+    """Hierarchical bcast, binomial at both levels (named: the default inside a host is shm),
+    K = 2^a hosts of 2^b ranks: a T_inter + b T_intra; the flat chain crosses hosts K-1 times:
+    (K-1) T_inter + (N-K) T_intra."""
     n = hosts * ppn
     a, b = hosts.bit_length() - 1, ppn.bit_length() - 1
     for placement in (["--hosts", str(hosts)], ["--ppn", str(ppn)]):
         r = predict_two(env, "--op", "bcast", "--alg", "hier", "--size", "4K", "--segsize", "0",
-                        "--ranks", str(n), *placement)
+                        "--ranks", str(n), "--intra", "binomial", *placement)
         assert r["predicted_us"] == pytest.approx(a * T_INTER + b * T)
         assert r["hosts"] == hosts and r["inter_layer"] == 1 and r["layer"] == 0
         r = predict_two(env, "--op", "bcast", "--alg", "chain", "--size", "4K", "--segsize", "0",
@@ -139,8 +140,15 @@ def test_predict_two_layers_closed_forms(env, hosts, ppn):
         assert r["predicted_us"] == pytest.approx((hosts - 1) * T_INTER + (n - hosts) * T)
     # On one host (no --hosts) the inter-host layer is never used.
     r = predict_two(env, "--op", "bcast", "--alg", "hier", "--size", "4K", "--segsize", "0",
-                    "--ranks", str(n))
+                    "--ranks", str(n), "--intra", "binomial")
     assert r["predicted_us"] == pytest.approx((a + b) * T)
+    # The default inside a host is the shared segment, as the drop-in runs it: no message
+    # inside hosts, so only the leaders' a T_inter is left of the messages.
+    r = predict_two(env, "--op", "bcast", "--alg", "hier", "--size", "4K", "--segsize", "0",
+                    "--ranks", str(n), "--hosts", str(hosts))
+    assert r["predicted_us"] >= a * T_INTER
+    if b:
+        assert r["predicted_us"] != pytest.approx(a * T_INTER + b * T)
 
 
 def test_predict_all_algorithms_and_parts(env):
@@ -150,9 +158,9 @@ def test_predict_all_algorithms_and_parts(env):
     assert "hier" in names and "ring" in names and "native" not in names
     # The inter part named: a chain among 4 leaders, (K-1) T_inter, then each pair T_intra.
     r = predict_two(env, "--op", "bcast", "--alg", "hier", "--size", "4K", "--segsize", "0",
-                    "--ranks", "8", "--hosts", "4", "--inter", "chain")
+                    "--ranks", "8", "--hosts", "4", "--intra", "binomial", "--inter", "chain")
     assert r["predicted_us"] == pytest.approx(3 * T_INTER + T)
-    assert r["parts"] == {"intra": None, "inter": "chain"}
+    assert r["parts"] == {"intra": "binomial", "inter": "chain"}
     p = colltune("predict", "--p2p", str(TWO), "--op", "bcast", "--alg", "hier", "--size", "8",
                  "--ranks", "8", "--hosts", "2", "--intra", "nope", env=env)
     assert p.returncode == 2 and "intra part 'nope'" in p.stderr
