@@ -4,18 +4,11 @@
 # (mpif90.mpich, mpiexec.mpich), with gfortran. Installs what is missing of them with
 # apt-get; without root it says how, and the test skips.
 set -euo pipefail
+. "$(dirname "$0")/lib.sh"
 want=(/usr/bin/gfortran /usr/bin/mpicc.openmpi /usr/bin/mpif90.openmpi /usr/bin/mpiexec.openmpi
       /usr/bin/mpicc.mpich /usr/bin/mpif90.mpich /usr/bin/mpiexec.mpich)
 missing=0
 for f in "${want[@]}"; do [ -x "$f" ] || missing=1; done
 [ $missing = 0 ] && exit 0
-pkgs=(gfortran libopenmpi-dev openmpi-bin libmpich-dev mpich)
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-    echo "[setup] Debian's MPIs or gfortran are missing: the Fortran test will skip;" \
-         "install them with: apt-get install ${pkgs[*]}" >&2
-    exit 0
-fi
-echo "[setup] installing Debian's ${pkgs[*]} for the Fortran test" >&2
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq >/dev/null
-apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+apt_install "Debian's MPIs or gfortran are missing: the Fortran test will skip" \
+    "for the Fortran test" gfortran libopenmpi-dev openmpi-bin libmpich-dev mpich

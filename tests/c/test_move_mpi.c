@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "colltune.h"
+#include "mpi_test_util.h"
 
 #define GUARD 64
 static const char *cur_intra, *cur_inter; /* hierarchical parts; NULL: defaults */
@@ -569,18 +570,6 @@ static void run_barrier(const ct_algorithm_info *a)
 
 /* Whether every rank of MPI_COMM_WORLD shares one node: the shared-memory algorithms
  * serve only such communicators (across the test bed's hosts they are refused). */
-static int world_on_one_node(void)
-{
-    MPI_Comm node;
-    int n = 0, all, min = 0;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &n);
-    MPI_Comm_free(&node);
-    all = n == nprocs;
-    MPI_Allreduce(&all, &min, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return min;
-}
-
 int main(int argc, char **argv)
 {
     int provided;
