@@ -30,6 +30,7 @@ from colltune.probe.decide import (
     decide_sharing,
     floor_curve,
     pair_settled,
+    resident,
     unsettled,
 )
 from colltune.probe.schema import validate
@@ -321,9 +322,17 @@ def test_recorded_loaded_vm_probe_agrees_with_the_os():
 
 def test_sharing_against_the_os_needs_strong_evidence():
     s = _noisy()["sharing"]
-    # the OS says private; two clear passes saying shared (a co-runner) are not enough
+    # the OS says private; two clear passes saying shared (a co-runner) are not enough: the
+    # OS's answer stands, said so
     out = decide_sharing({(0, 1): [1.82, 1.89]}, os_shared=set())
-    assert out["status"] == "uncertain" and "against the OS (private)" in out["evidence"][0]
+    assert out["status"] == "os" and out["shared"] == [] and out["uncertain"] == []
+    assert "against the OS (private)" in out["evidence"][0]
+    assert "the OS's answer (private) stands" in out["evidence"][0]
+    # inconclusive passes where the OS answers: its answer, not a coin toss
+    out = decide_sharing({(0, 1): s["flip_flop"], (0, 2): []}, os_shared={(0, 2)})
+    assert out["status"] == "os" and out["shared"] == [(0, 2)] and out["uncertain"] == []
+    # without the OS they stay uncertain
+    assert decide_sharing({(0, 1): s["flip_flop"]})["status"] == "uncertain"
     assert not pair_settled([1.82, 1.89], os_shared=False)
     # four clear passes are
     strong = [2.1, 1.9, 2.2, 1.95]
@@ -332,3 +341,18 @@ def test_sharing_against_the_os_needs_strong_evidence():
     # agreeing with the OS, two clear passes do
     assert decide_sharing({(0, 1): s["shared"][:2]}, os_shared={(0, 1)})["status"] == "decided"
     assert pair_settled(s["private"][:2], os_shared=False)
+
+
+def test_loaded_machine_cannot_overturn_the_os():
+    """Recorded on the 2-core guest beside an oversubscribed MPI job (load3): L2 pair slowed
+    1.66 to 1.97 by time-sharing, not by a shared cache (the OS: private); L3 alone at 132 ns
+    where memory takes 133 ns (huge pages), so the array was never in the cache."""
+    l2 = [1.655, 1.969, 1.703, 1.839]
+    assert decide_pair(l2) == "shared"  # what the passes alone would say
+    assert not pair_settled(l2, os_shared=False)  # not far enough off to overturn the OS
+    out = decide_sharing({(0, 1): l2}, os_shared=set())
+    assert out["status"] == "os" and out["shared"] == []
+    # far and many enough, a measurement still overturns the OS
+    assert decide_sharing({(0, 1): [2.2, 2.1, 2.3, 2.0]}, os_shared=set())["shared"] == [(0, 1)]
+    assert not resident(132.2, 133.45) and not resident(135.6, 133.45)
+    assert resident(24.7, 134.3) and resident(4.8, 168.3) and resident(50.0, None)

@@ -195,7 +195,10 @@ def pair_settled(ratios: list[float], threshold: float = SHARED_RATIO,
     """Whether more passes would not change the answer: enough passes, all clear, one side.
     An answer against the OS's (`os_shared`) needs STRONG_PASSES of them."""
     if os_shared is not None and (decide_pair(ratios, threshold, band) == "shared") != os_shared:
+        # Against the OS: more passes, each twice as far off the threshold (a co-runner
+        # time-sharing the cores slows pairs by 1.6 to 2 on their own).
         min_passes = max(min_passes, STRONG_PASSES)
+        band *= 2
     if len(ratios) < min_passes:
         return False
     hi, lo = threshold * (1 + band), threshold / (1 + band)
@@ -214,6 +217,17 @@ def alone_fits(alone_ns: float, curve_ns: float | None,
     return curve_ns is None or curve_ns <= 0 or alone_ns <= tolerance * curve_ns
 
 
+RESIDENT_FRACTION = 0.5  # alone, a cache-resident array runs at most half memory's latency
+
+
+def resident(alone_ns: float, memory_ns: float | None,
+             fraction: float = RESIDENT_FRACTION) -> bool:
+    """Whether a core alone found the array in its cache: well below the latency of memory
+    (the traversal curve's largest size; None: unknown, assume so). At memory's latency the
+    pass compares memory with memory, which says nothing about who shares the cache."""
+    return memory_ns is None or memory_ns <= 0 or alone_ns <= fraction * memory_ns
+
+
 def decide_sharing(pairs: dict[tuple[int, int], list[float]], threshold: float = SHARED_RATIO,
                    band: float = SHARING_BAND,
                    discarded: dict[tuple[int, int], list[str]] | None = None,
@@ -223,8 +237,20 @@ def decide_sharing(pairs: dict[tuple[int, int], list[float]], threshold: float =
     evidence sentences. `discarded`: per pair, why passes were left out (alone_fits); a pair
     left with no pass is uncertain. `os_shared`: the pairs the OS says share the level; a
     verdict against the OS stands only on STRONG_PASSES clear passes all on its side
-    (pair_settled), else the pair is uncertain."""
-    shared, unsure, evidence = [], [], []
+    (pair_settled). Where the OS answers, a pair the passes cannot decide (inconclusive, or
+    against the OS on too few passes) keeps the OS's answer, said in the evidence, and the
+    status is 'os' (the measurement neither confirmed nor refuted it); without the OS such a
+    pair is uncertain. So repeated probes give one answer however loaded the machine is:
+    the measured one where it is clear, else the OS's, never a coin toss."""
+    shared, unsure, evidence, kept = [], [], [], []
+
+    def keep_os(pair, why):
+        kept.append(pair)
+        if pair in os_shared:
+            shared.append(pair)
+        evidence.append(f"cores {pair[0]},{pair[1]}: {why}; the OS's answer "
+                        f"({'shared' if pair in os_shared else 'private'}) stands")
+
     discarded = discarded or {}
     for pair, reasons in sorted(discarded.items()):
         if reasons:
@@ -235,11 +261,15 @@ def decide_sharing(pairs: dict[tuple[int, int], list[float]], threshold: float =
         if (os_shared is not None and verdict != "uncertain"
                 and (verdict == "shared") != (pair in os_shared)
                 and not pair_settled(ratios, threshold, band, os_shared=pair in os_shared)):
-            evidence.append(f"cores {pair[0]},{pair[1]}: measured {verdict} (slowdowns "
-                            f"{', '.join(f'{r:.2f}' for r in ratios)}) against the OS "
-                            f"({'shared' if pair in os_shared else 'private'}) on fewer than "
-                            f"{STRONG_PASSES} clear passes")
-            unsure.append(pair)
+            keep_os(pair, f"measured {verdict} (slowdowns "
+                          f"{', '.join(f'{r:.2f}' for r in ratios)}) against the OS "
+                          f"({'shared' if pair in os_shared else 'private'}) on fewer than "
+                          f"{STRONG_PASSES} clear passes")
+            continue
+        if verdict == "uncertain" and os_shared is not None:
+            keep_os(pair, "no usable pass" if not ratios else
+                    f"slowdowns {', '.join(f'{r:.2f}' for r in ratios)} per pass, "
+                    f"inconclusive around the threshold {threshold}")
             continue
         if verdict == "shared":
             shared.append(pair)
@@ -252,7 +282,7 @@ def decide_sharing(pairs: dict[tuple[int, int], list[float]], threshold: float =
                             f"{', '.join(f'{r:.2f}' for r in ratios)} per pass, around the "
                             f"threshold {threshold} (clear below {threshold / (1 + band):.2f} "
                             f"or above {threshold * (1 + band):.2f})")
-    return {"status": "uncertain" if unsure else "decided", "shared": shared,
+    return {"status": "uncertain" if unsure else "os" if kept else "decided", "shared": shared,
             "uncertain": [list(p) for p in unsure], "evidence": evidence,
             "median_ratio": {f"{a}-{b}": round(statistics.median(r), 3)
                              for (a, b), r in sorted(pairs.items()) if r}}

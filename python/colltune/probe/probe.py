@@ -45,6 +45,7 @@ from .decide import (
     floor_curve,
     pair_settled,
     pass_ratio,
+    resident,
     unsettled,
 )
 from .schema import SCHEMA, SCHEMA_VERSION
@@ -346,6 +347,7 @@ class Probe:
             huge = lv["level"] >= 2 and _thp_available()
             discarded: dict[tuple[int, int], list[str]] = {tuple(q): [] for q in pairs}
             curve_ns = self.curve_ns_at(size, huge)
+            memory_ns = self.curve_ns_at(1 << 62, huge)  # the largest size: memory
             os_c = level_of(self.doc["os"]["caches"], lv["level"])
             os_pairs = ({(a, b) for g in os_c["shared_by"] for a in g for b in g if a < b}
                         if os_c and os_c.get("shared_by") else None)
@@ -379,6 +381,9 @@ class Probe:
                         slow = [f"core {c} alone {this_alone[c]:.1f} ns, the traversal curve "
                                 f"{curve_ns:.1f} ns" for c in cpus
                                 if not alone_fits(this_alone[c], curve_ns)]
+                        slow += [f"core {c} alone {this_alone[c]:.1f} ns, memory {memory_ns:.1f}"
+                                 " ns: not in its cache" for c in cpus
+                                 if not resident(this_alone[c], memory_ns)]
                         if slow:
                             discarded[key].append(", ".join(slow))
                         else:
@@ -392,6 +397,15 @@ class Probe:
                 if (p >= self.s["sharing_max_passes"]
                         or time.monotonic() - t0 > self.s["sharing_budget_s"]):
                     break
+            cache = level_of(self.doc.get("caches") or [], lv["level"])
+            if cache and cache.get("status") == "uncertain":
+                # No rise confirmed this level (a loaded machine: the curve at this size is
+                # already memory's): the passes compare memory with memory and cannot tell.
+                for q in ratios:
+                    if ratios[q]:
+                        discarded[q].append(f"{len(ratios[q])} pass(es) at a size no measured "
+                                            f"rise confirmed as L{lv['level']}")
+                    ratios[q] = []
             decision = decide_sharing(ratios, discarded=discarded, os_shared=os_pairs)
             verdict = {q: decide_pair(r) for q, r in ratios.items()}
             rows = []
@@ -404,7 +418,7 @@ class Probe:
                              "shared": (True if verdict[(a, b)] == "shared" else
                                         False if verdict[(a, b)] == "private" else None)})
             groups = (sharing_groups(self.cores, decision["shared"])
-                      if decision["status"] == "decided" else None)
+                      if decision["status"] in ("decided", "os") else None)
             results.append({"level": lv["level"], "array_bytes": size,
                             "size_source": lv["source"], "huge_pages": huge, "passes": p,
                             "alone_ns": {str(c): round(v, 4) for c, v in sorted(alone.items())},
@@ -413,8 +427,10 @@ class Probe:
                             "evidence": decision["evidence"],
                             "complete_pairs": len(pairs) == len(self.cores) * (len(self.cores)
                                                                                  - 1) // 2})
-            if decision["status"] == "uncertain":
-                self.warn(f"sharing L{lv['level']} uncertain: " + "; ".join(decision["evidence"]))
+            if decision["status"] != "decided":
+                how = ("uncertain" if decision["status"] == "uncertain"
+                       else "from the OS, not measured clearly")
+                self.warn(f"sharing L{lv['level']} {how}: " + "; ".join(decision["evidence"]))
             for c in self.doc["caches"]:
                 if c["level"] == lv["level"]:
                     c["shared_by"] = groups
@@ -751,7 +767,8 @@ def summary(doc: dict) -> str:
             agree = c.get("agree") or {}
             flag = "" if agree.get("size", True) and agree.get("sharing", True) else "  <- differs"
             shared = ("uncertain" if c.get("sharing_status") == "uncertain"
-                      else _groups(c.get("shared_by")))
+                      else _groups(c.get("shared_by")) + " (OS's)"
+                      if c.get("sharing_status") == "os" else _groups(c.get("shared_by")))
             lines.append(
                 f"  L{c['level']:<7}{fmt_size(c['size_bytes']):>10}  "
                 f"{c.get('status') or 'measured':<10}"
