@@ -75,11 +75,10 @@ typedef struct ct_options {
      * (computed once per communicator, on its first hierarchical call);
      * COLLTUNE_NODES=R (testing only) instead puts ranks r with equal r / R on
      * one node. The leader of a node is its lowest rank (for bcast and reduce,
-     * the root on the root's node). intra NULL means "shm" (each node's own
-     * shared segment) wherever every node's ranks share memory and rank order
-     * allows it (not for a non-commutative reduction on nodes that interleave
-     * ranks), else the default named above. Other algorithms ignore both
-     * fields. */
+     * the root on the root's node). intra "shm" runs the shared-memory family
+     * on each node's own segment (the ranks of every node must share memory;
+     * not for a non-commutative reduction on nodes that interleave ranks).
+     * Other algorithms ignore both fields. */
     const char *intra;
     const char *inter;
 } ct_options;

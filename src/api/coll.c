@@ -1114,24 +1114,6 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
             interleaved |= st->node_of[r] < st->node_of[r - 1];
         int order_lost =
             interleaved && !commutative && (c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE);
-        if (!(opts && opts->intra && opts->intra[0]) && !order_lost) {
-            /* No intra part named: the shared-memory family inside each node, as the MPI
-             * libraries do, where each node's ranks share memory (the same answer on every
-             * rank: segment_setup agrees collectively). */
-            const char *shm_intra, *shm_inter;
-            unsigned shm_flags;
-            char msg[200];
-            if ((rc = segment_setup(st, &st->node_shm, st->node_of[rank], size, rank)) !=
-                MPI_SUCCESS)
-                return ct_raise_error(c->comm, rc, "%s/hier: cannot set up the nodes' shared "
-                                      "segments", cname);
-            if (st->node_shm.state > 0 &&
-                !ct_hier_parts(c->coll, "shm", inter_part, &shm_intra, &shm_inter, &shm_flags,
-                               msg, sizeof msg)) {
-                intra = shm_intra;
-                part_flags |= shm_flags;
-            }
-        }
         p.intra = intra;
         p.inter = inter_part;
         if (part_flags & CT_ALG_SHARED_MEMORY) {

@@ -970,12 +970,7 @@ int ct_model_predict_contention_named(const ct_cost_table *costs, const ct_cost_
         const ct_registry_entry *e = ct_registry_find((ct_coll)coll, alg);
         const char *ip = NULL, *xp = NULL;
         unsigned pf;
-        /* No intra part named: shm, as the drop-in runs hier where nodes share memory. */
-        if (e && (e->info.flags & CT_ALG_HIERARCHICAL) && !(intra_part && intra_part[0]) &&
-            ct_hier_parts((ct_coll)coll, "shm", inter_part, &ip, &xp, &pf, res.error,
-                          sizeof res.error))
-            ip = NULL;
-        if (e && (e->info.flags & CT_ALG_HIERARCHICAL) && !ip &&
+        if (e && (e->info.flags & CT_ALG_HIERARCHICAL) &&
             ct_hier_parts((ct_coll)coll, intra_part, inter_part, &ip, &xp, &pf, res.error,
                           sizeof res.error)) {
             *total_us = 0;

@@ -209,12 +209,11 @@ static int end_round(ct_exec_run *x, int blocking, int *stalled)
                 if (spins > 4096) { /* about 10 us: the peer is not running, let it */
                     sched_yield();
                     /* and let MPI progress meanwhile, as a blocked MPI call would: a peer
-                     * may wait on this rank's MPI (passive-target RMA, a rendezvous). */
-                    if (spins % 64 == 0) {
-                        int flag;
-                        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->comm, &flag,
-                                    MPI_STATUS_IGNORE);
-                    }
+                     * may wait on this rank's MPI (passive-target RMA, a rendezvous).
+                     * Enough for MPICH across hosts, not for Open MPI's osc/rdma
+                     * (docs/ALGORITHMS.md). */
+                    int flag;
+                    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->comm, &flag, MPI_STATUS_IGNORE);
                 } else {
                     cpu_relax();
                 }

@@ -294,13 +294,12 @@ int main(int argc, char **argv)
          * for the small counts: CI time. */
         int made_up = getenv("COLLTUNE_NODES") != NULL;
         int hier = (a->flags & CT_ALG_HIERARCHICAL) && (made_up || !one_node) && !only_large;
-        /* The defaults put the shared-memory family inside each node (the nodes' own
-         * segments); the third pair names the point-to-point binomial tree there instead:
-         * both on made-up nodes of one host and across real hosts (the test bed). */
+        /* The third: the shared-memory family inside each node (the nodes' own segments),
+         * on made-up nodes of one host and across real hosts (the test bed). */
         for (int pi = 0; pi < (hier ? 3 : 1); pi++) {
         if ((pi == 1 && !made_up) || (pi == 2 && made_up && !one_node))
             continue;
-        cur_intra = pi == 2 ? "binomial" : pi ? alt[a->coll][0] : NULL;
+        cur_intra = pi == 2 ? "shm" : pi ? alt[a->coll][0] : NULL;
         cur_inter = pi == 2 ? NULL : pi ? alt[a->coll][1] : NULL;
         int before = failures, cbefore = cases;
         for (size_t di = 0; di < sizeof dtypes / sizeof dtypes[0]; di++) {

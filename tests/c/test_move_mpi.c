@@ -630,13 +630,16 @@ int main(int argc, char **argv)
         double a0 = MPI_Wtime();
         int made_up = getenv("COLLTUNE_NODES") != NULL;
         int hier = (a->flags & CT_ALG_HIERARCHICAL) && (made_up || !one_node);
-        /* Parts: the defaults (the shared-memory family inside each node where it shares
-         * memory), another pair (made-up nodes), the point-to-point binomial tree inside
-         * each node (made-up nodes of one host, and real hosts: the test bed). */
+        /* Parts: the defaults, another pair (made-up nodes), the shared-memory family inside
+         * each node (made-up nodes of one host, and real hosts: the test bed). Not the
+         * barrier's across real hosts: its check keeps passive-target RMA in flight, which
+         * Open MPI 5.0's osc/rdma over TCP does not complete while the target spins on
+         * the node's flags (docs/ALGORITHMS.md). */
         for (int pi = 0; pi < (hier ? 3 : 1); pi++) {
-            if ((pi == 1 && !made_up) || (pi == 2 && made_up && !one_node))
+            if ((pi == 1 && !made_up) || (pi == 2 && made_up && !one_node) ||
+                (pi == 2 && !made_up && a->coll == CT_BARRIER))
                 continue;
-            cur_intra = pi == 2 ? "binomial" : pi ? (a->coll == CT_BARRIER ? "chain" : "linear") : NULL;
+            cur_intra = pi == 2 ? "shm" : pi ? (a->coll == CT_BARRIER ? "chain" : "linear") : NULL;
             cur_inter = pi == 2 ? NULL : pi ? (a->coll == CT_BARRIER ? "tournament" : "ring") : NULL;
             if (a->coll == CT_BARRIER) {
                 run_barrier(a);
@@ -663,11 +666,9 @@ int main(int argc, char **argv)
                 report(what);
         }
         /* Sanity of the accounting itself: a working non-native algorithm on
-         * more than one rank sends something (shared-memory ones: nothing; nor hier, whose
-         * default intra part is shm, when all ranks are on one real node). */
-        int silent = (a->flags & (CT_ALG_NATIVE | CT_ALG_SHARED_MEMORY)) ||
-                     ((a->flags & CT_ALG_HIERARCHICAL) && one_node && !getenv("COLLTUNE_NODES"));
-        if (!silent && nprocs > 1 && sum[0] == 0 && all_ok(failures == before) && rank == 0)
+         * more than one rank sends something (shared-memory ones: nothing). */
+        if (!(a->flags & (CT_ALG_NATIVE | CT_ALG_SHARED_MEMORY)) && nprocs > 1 && sum[0] == 0 &&
+            all_ok(failures == before) && rank == 0)
             report("no MPI_Isend seen: is the profiling interposition working?");
         int ok = all_ok(failures == before), nerr, nerr_sum;
         nerr = native_errors;

@@ -125,7 +125,7 @@ def predict_two(env, *args):
 
 @pytest.mark.parametrize("hosts,ppn", [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)])
 def test_predict_two_layers_closed_forms(env, hosts, ppn):
-    """Hierarchical bcast, binomial at both levels (named: the default inside a host is shm),
+    """Hierarchical bcast, binomial at both levels (named, as the default),
     K = 2^a hosts of 2^b ranks: a T_inter + b T_intra; the flat chain crosses hosts K-1 times:
     (K-1) T_inter + (N-K) T_intra."""
     n = hosts * ppn
@@ -142,10 +142,10 @@ def test_predict_two_layers_closed_forms(env, hosts, ppn):
     r = predict_two(env, "--op", "bcast", "--alg", "hier", "--size", "4K", "--segsize", "0",
                     "--ranks", str(n), "--intra", "binomial")
     assert r["predicted_us"] == pytest.approx((a + b) * T)
-    # The default inside a host is the shared segment, as the drop-in runs it: no message
-    # inside hosts, so only the leaders' a T_inter is left of the messages.
+    # The shared segment inside hosts (named): no message inside hosts, so only the
+    # leaders' a T_inter is left of the messages.
     r = predict_two(env, "--op", "bcast", "--alg", "hier", "--size", "4K", "--segsize", "0",
-                    "--ranks", str(n), "--hosts", str(hosts))
+                    "--ranks", str(n), "--hosts", str(hosts), "--intra", "shm")
     assert r["predicted_us"] >= a * T_INTER
     if b:
         assert r["predicted_us"] != pytest.approx(a * T_INTER + b * T)
