@@ -203,16 +203,8 @@ class P2PRun:
 
     def _default_pair(self) -> list[int] | None:
         """The first two cores, when there are two and this build can bind."""
-        try:
-            probe = self.build.tool("ct_probe")
-            out = subprocess.run([str(probe), "topo"], capture_output=True, text=True,
-                                 timeout=60)
-            topo = json.loads(out.stdout.splitlines()[0]) if out.returncode == 0 else {}
-        except (MPIError, OSError, subprocess.TimeoutExpired, json.JSONDecodeError,
-                IndexError):
-            topo = {}
-        cores = topo.get("cores") or []
-        if len(cores) >= 2 and topo.get("can_bind"):
+        cores = self._cores() or []
+        if len(cores) >= 2:
             return [cores[0], cores[1]]
         self.warn("ranks not pinned (" + ("one core only" if 0 < len(cores) < 2 else
                                           "no binding available") + "): pair is null")
