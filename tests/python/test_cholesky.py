@@ -214,6 +214,71 @@ def test_report_section(tmp_path):
     assert html.count("<figure") >= 1  # GFlop/s by N: two sizes
 
 
+def _study_case(k: int, link: str, n: int, secs: dict) -> dict:
+    results = []
+    for variant, t in secs.items():
+        hosts = [f"ctbs-h{i}" for i in range(k)]
+        r = {"variant": variant, "nb": n // 12, "grid": "2x2", "seconds": t,
+             "seconds_min": t * 0.9, "seconds_max": t * 1.2, "gflops": n ** 3 / 3 / t * 1e-9,
+             "residual": None if variant.startswith("starpu") else 1e-7,
+             "samples_s": [t] * 3,
+             "link_tx_bytes": {h: (7 if i == 0 else 5 + i) * 10 ** 6
+                               for i, h in enumerate(hosts)}}
+        if not variant.startswith("starpu"):
+            r["hosts"] = {h: {"bytes": (3 + i) * 10 ** 6} for i, h in enumerate(hosts)}
+        results.append(r)
+    return {"hosts": k, "link": link, "n": n, "results": results}
+
+
+def test_study_report_section(tmp_path):
+    """bench/cholesky_study.py's JSON recorded in the store: the section shows every
+    variant, the gains of on (time X / time on - 1), the owner's and the others' bytes, the
+    figures; StarPU's absence is said with its reason."""
+    from colltune.dyn.report import host_split, study_bench_document
+    from colltune.report.report import render_report
+    from colltune.store.store import Store
+
+    doc = {"precision": "s", "starpu": {"absent": "not installed <here>"}, "cases": [
+        _study_case(4, "100mbit", 1920, {"on": 1.0, "off": 1.25, "plain": 1.5}),
+        _study_case(4, "100mbit", 3840, {"on": 4.0, "off": 3.0, "plain": 4.0,
+                                         "starpu1": 8.0, "starpu0": 6.0})]}
+    r = doc["cases"][0]["results"][0]
+    assert host_split(r, "monitor") == (3e6, 6e6)  # ctbs-h0, then the largest other host
+    assert host_split(r, "eth0") == (7e6, 8e6)
+    with Store.open(tmp_path / "ct.db") as store:
+        run = store.begin_run("cholesky-study", ["x"])
+        bench = study_bench_document(doc, ["bench/cholesky_study.py"])
+        assert len(bench["results"]) == 8 and bench["datatype"] == "float"
+        run.add_bench(bench)
+        run.finish()
+        html = render_report(store, [run.id])
+    assert "Cholesky across emulated hosts" in html
+    assert "+25.0%" in html and "+50.0%" in html  # N=1920: off, plain against on
+    assert "-25.0%" in html and "+100.0%" in html and "+0.0%" in html  # N=3840
+    assert "StarPU coop sends off" in html and "3.0 / 6.0" in html and "7.0 / 8.0" in html
+    assert "not installed &lt;here&gt;" in html
+    assert html.count("<figure") >= 2
+
+
+def test_starpu_launch_across_the_bed():
+    """StarPU's example goes through Debian's Open MPI 4.1 (ORTE): its agent option is
+    plm_rsh_agent and its shared-memory BTL vader, and mpiexec runs inside the first host."""
+    from colltune.core.mpi import Placement
+    from colltune.dyn.cholesky import starpu_bed_command
+
+    place = Placement(hosts=["ctbs-h0", "ctbs-h1", "ctbs-h2"], ppn=2, rsh="/x/rsh.sh",
+                      iface="eth0", prefix=["nsenter", "--net=/run/netns/ctbs-h0", "--"],
+                      same_machine=True)
+    cmd = starpu_bed_command({"mpiexec": "/usr/bin/mpiexec.openmpi"}, place, 5,
+                             ["STARPU_NCPU"])
+    assert cmd[:4] == ["nsenter", "--net=/run/netns/ctbs-h0", "--", "/usr/bin/mpiexec.openmpi"]
+    text = " ".join(cmd)
+    assert "--host ctbs-h0:2,ctbs-h1:2,ctbs-h2:1 -n 5" in text
+    assert "--mca plm_rsh_agent /x/rsh.sh" in text and "prtemca" not in text
+    assert "--mca btl_tcp_if_include eth0" in text and "self,vader,tcp" in text
+    assert cmd[-2:] == ["-x", "STARPU_NCPU"]
+
+
 # -- across the test bed (docs/CHOLESKY.md, "Across hosts") ------------------------------------
 
 BED = "ctbc"  # this module's bed, used nowhere else

@@ -252,10 +252,39 @@ def find_starpu() -> dict | None:
     return {"program": prog, "mpiexec": mpiexec, "version": version}
 
 
+def starpu_bed_command(sp: dict, place, ranks: int, env_names: list[str]) -> list[str]:
+    """Debian's Open MPI 4.1 launcher (ORTE, not the PRRTE of the project's Open MPI 5)
+    across the hosts of a placement: mpiexec inside the first host, the test bed's namespace
+    wrapper as remote shell (plm_rsh_agent: ORTE's name), eth0 between hosts, shared memory
+    (vader, 4.1's name) inside a host."""
+    hosts = place.rank_hosts(ranks)
+    groups: list[list] = []
+    for h in hosts:
+        if groups and groups[-1][0] == h:
+            groups[-1][1] += 1
+        else:
+            groups.append([h, 1])
+    cmd = [*place.prefix, sp["mpiexec"], "--host", ",".join(f"{h}:{c}" for h, c in groups),
+           "-n", str(ranks), "--map-by", "slot", "--bind-to", "none", "--oversubscribe"]
+    if place.rsh:
+        cmd += ["--mca", "plm_rsh_agent", place.rsh]
+    if place.iface:
+        cmd += ["--mca", "oob_tcp_if_include", place.iface, "--mca", "btl_tcp_if_include",
+                place.iface]
+    cmd += ["--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp"]
+    for k in env_names:
+        cmd += ["-x", k]
+    return cmd
+
+
 def run_starpu(sp: dict, *, n: int, nb: int, ranks: int, grid: tuple[int, int], workers: int,
-               coop: int, iters: int, warmup: int, timeout: float | None) -> dict:
+               coop: int, iters: int, warmup: int, timeout: float | None, place=None,
+               netns: dict[str, str] | None = None) -> dict:
     """StarPU's example, one job per iteration (it factorises once). Its blocks are
-    size/nblocks, so nb must divide n; its grid is -dblockx P -dblocky Q."""
+    size/nblocks, so nb must divide n; its grid is -dblockx P -dblocky Q. With a placement
+    (the test bed), across its hosts with Debian's Open MPI (starpu_bed_command); with the
+    bed's namespaces, `link_tx_bytes` is what each host's eth0 sent over all the jobs (the
+    monitor is the drop-in of the project's MPIs, not of Debian's)."""
     if n % nb:
         raise CholeskyUsage(f"StarPU's mpi_cholesky needs --nb to divide --n ({n} % {nb} != 0)")
     env = {"STARPU_NCPU": str(workers), "STARPU_NCUDA": "0", "STARPU_NOPENCL": "0",
@@ -265,13 +294,19 @@ def run_starpu(sp: dict, *, n: int, nb: int, ranks: int, grid: tuple[int, int], 
            "STARPU_WORKERS_NOBIND": "1",
            "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
            "OMPI_MCA_mpi_yield_when_idle": "1"}
-    cmd = [sp["mpiexec"], "-n", str(ranks)]
-    for k in env:
-        cmd += ["-x", k]
-    if ranks > (os.cpu_count() or 1):
-        cmd.append("--oversubscribe")
-    cmd += ["--bind-to", "none", sp["program"], "-size", str(n), "-nblocks", str(n // nb),
+    if place is not None:
+        cmd = starpu_bed_command(sp, place, ranks, list(env))
+    else:
+        cmd = [sp["mpiexec"], "-n", str(ranks)]
+        for k in env:
+            cmd += ["-x", k]
+        if ranks > (os.cpu_count() or 1):
+            cmd.append("--oversubscribe")
+        cmd += ["--bind-to", "none"]
+    cmd += [sp["program"], "-size", str(n), "-nblocks", str(n // nb),
             "-dblockx", str(grid[0]), "-dblocky", str(grid[1])]
+    hosts_order = list(dict.fromkeys(place.rank_hosts(ranks))) if place and netns else []
+    before = link_tx_bytes([netns[h] for h in hosts_order]) if hosts_order else []
     secs, reported = [], []
     for _ in range(iters + warmup):
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -290,11 +325,17 @@ def run_starpu(sp: dict, *, n: int, nb: int, ranks: int, grid: tuple[int, int], 
         reported.append(float(g[1]) if g else None)
     kept = secs[warmup:] or secs
     med = statistics.median(kept)
-    return {"variant": f"starpu coop_sends={coop}", "runtime": "starpu", "coop_sends": coop,
-            "seconds": med, "seconds_min": min(kept), "seconds_max": max(kept),
-            "gflops": n ** 3 / 3 / med * 1e-9, "gflops_reported": reported[-1],
-            "residual": None, "samples_s": kept, "iterations": len(kept),
-            "library": f"StarPU {sp['version']} (Debian starpu-examples), Debian Open MPI"}
+    out = {"variant": f"starpu coop_sends={coop}", "runtime": "starpu", "coop_sends": coop,
+           "seconds": med, "seconds_min": min(kept), "seconds_max": max(kept),
+           "gflops": n ** 3 / 3 / med * 1e-9, "gflops_reported": reported[-1],
+           "residual": None, "samples_s": kept, "iterations": len(kept),
+           "factorisations": iters + warmup,
+           "library": f"StarPU {sp['version']} (Debian starpu-examples), Debian Open MPI"}
+    if hosts_order:
+        after = link_tx_bytes([netns[h] for h in hosts_order])
+        out["link_tx_bytes"] = {h: (a - b if a is not None and b is not None else None)
+                                for h, b, a in zip(hosts_order, before, after, strict=True)}
+    return out
 
 
 # -- the verb ----------------------------------------------------------------------------------
@@ -342,8 +383,9 @@ def measure(args: argparse.Namespace, build: MPIBuild, log=print) -> dict:
             monitor_dir=monitor_dir, rank_hosts=rank_hosts))
     if args.starpu:
         sp = find_starpu()
-        if place:
-            doc["starpu"] = "not run across hosts (its launch is one machine's Open MPI)"
+        if place and not place.rsh:
+            doc["starpu"] = ("not run across a hostfile's hosts (Debian's Open MPI would "
+                             "need to be on every host)")
             log(f"colltune cholesky: StarPU skipped: {doc['starpu']}", file=sys.stderr)
         elif sp is None:
             doc["starpu"] = "not installed (apt-get install starpu-examples openmpi-bin)"
@@ -358,7 +400,7 @@ def measure(args: argparse.Namespace, build: MPIBuild, log=print) -> dict:
                 doc["results"].append(run_starpu(
                     sp, n=args.n, nb=args.nb, ranks=args.ranks, grid=grid,
                     workers=args.workers, coop=coop, iters=args.iters, warmup=args.warmup,
-                    timeout=args.timeout))
+                    timeout=args.timeout, place=place, netns=bed_netns(build)))
     first = doc["results"][0]
     doc.update(seconds=first["seconds"], gflops=first["gflops"], residual=first["residual"],
                library=describe_library(first.get("library", "")))

@@ -27,6 +27,7 @@ from .. import __version__
 from ..core.files import write_atomic
 from ..core.units import fmt_size, fmt_us
 from ..dyn.cholesky import cholesky_section
+from ..dyn.report import cholesky_study_section
 from ..model.report import validation_section
 from ..monitor.report import monitor_section
 from ..nbc.report import overlap_section
@@ -60,7 +61,7 @@ _LINESTYLES = ("-", "--", ":", "-.")
 _NATIVE_COLORS = ("black", "dimgray", "darkgray", "silver")
 # Benches that are not an operation's latencies: the report shows them in these sections.
 SPECIAL_BENCHES = ("probe", "p2p", "validate-model", "overlap", "tune", "monitor", "cholesky",
-                   "suite")
+                   "cholesky-study", "suite")
 
 
 @dataclass
@@ -309,6 +310,7 @@ REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     tune_section,
     monitor_section,
     cholesky_section,
+    cholesky_study_section,
     suite_section,
 ]
 
