@@ -26,7 +26,7 @@ from .report import cli as report_cli
 from .report import suite
 from .store import cli as store_cli
 from .store.store import StoreError
-from .tune import export, tune
+from .tune import export, tune, verify
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.register(sub)
     overlap.register(sub)
     tune.register(sub)
+    verify.register(sub)
     monitor.register(sub)
     suite.register(sub)
     store_cli.register(sub)
