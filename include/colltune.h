@@ -34,6 +34,15 @@ typedef enum ct_coll {
     CT_ALLGATHER,
     CT_ALLTOALL,
     CT_BARRIER,
+    /* The v-variants, reduce-scatters and scans (issue 22). */
+    CT_ALLGATHERV,
+    CT_ALLTOALLV,
+    CT_GATHERV,
+    CT_SCATTERV,
+    CT_REDUCE_SCATTER_BLOCK,
+    CT_REDUCE_SCATTER,
+    CT_SCAN,
+    CT_EXSCAN,
     CT_NCOLL
 } ct_coll;
 
@@ -183,13 +192,15 @@ void ct_handles_held(int *comms, int *datatypes, int *ops);
  * flight and stops at MPI_Finalize. Idempotent. */
 int ct_progress_start(MPI_Comm comm);
 /* The progress thread's state: whether it runs, the core it is bound to (-1:
- * not bound), the communication cores on the node, and how many collectives
- * it has completed (what a test can watch without calling MPI). */
+ * not bound), the communication cores on the node, how many collectives it has
+ * completed, and how many split-tree parts it has finished, whole collectives
+ * included (what a test can watch without calling MPI). */
 typedef struct ct_progress_info {
     int running;
     int core;
     int comm_cores;
     long completed;
+    long parts_done;
 } ct_progress_info;
 void ct_progress_query(ct_progress_info *info);
 

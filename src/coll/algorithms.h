@@ -64,4 +64,21 @@ CT_GENERATOR(ct_barrier_dissemination);
 CT_GENERATOR(ct_barrier_hier);
 CT_GENERATOR(ct_barrier_shm);
 
+CT_GENERATOR(ct_allgatherv_ring);
+CT_GENERATOR(ct_allgatherv_bruck);
+CT_GENERATOR(ct_alltoallv_pairwise);
+CT_GENERATOR(ct_alltoallv_linear);
+CT_GENERATOR(ct_gatherv_linear);
+CT_GENERATOR(ct_gatherv_binomial);
+CT_GENERATOR(ct_scatterv_linear);
+CT_GENERATOR(ct_scatterv_binomial);
+/* reduce_scatter and reduce_scatter_block share their generators. */
+CT_GENERATOR(ct_reduce_scatter_ring);
+CT_GENERATOR(ct_reduce_scatter_pairwise);
+CT_GENERATOR(ct_reduce_scatter_recursive_halving);
+CT_GENERATOR(ct_scan_linear);
+CT_GENERATOR(ct_scan_recursive_doubling);
+CT_GENERATOR(ct_exscan_linear);
+CT_GENERATOR(ct_exscan_recursive_doubling);
+
 #endif

@@ -153,6 +153,37 @@ void ct_shm_wait_others(ct_sched *s, const ct_params *p, unsigned step);
  * kept: reduce_shm and allreduce_shm. */
 int ct_shm_reduce(const ct_params *p, ct_sched *s, int root);
 
+/* ---- Per-rank blocks (the v-variants and reduce-scatters) ---------------- */
+
+/* Block i's elements and first element (see ct_params.counts): the call's
+ * arrays, or p->count per block back to back. The alltoallv receive side:
+ * ct_vrcount / ct_vrdispl. */
+static inline size_t ct_vcount(const ct_params *p, int i)
+{
+    return p->counts ? p->counts[i] : p->count;
+}
+static inline size_t ct_vdispl(const ct_params *p, int i)
+{
+    return p->displs ? p->displs[i] : (size_t)i * p->count;
+}
+static inline size_t ct_vrcount(const ct_params *p, int i)
+{
+    return p->rcounts ? p->rcounts[i] : p->count;
+}
+static inline size_t ct_vrdispl(const ct_params *p, int i)
+{
+    return p->rdispls ? p->rdispls[i] : (size_t)i * p->count;
+}
+/* Elements of blocks first, first+1, ... first+n-1 (ranks mod N). */
+size_t ct_vsum(const ct_params *p, int first, int n);
+/* Whether the operation has per-rank blocks (its counts come from ct_vcount). */
+int ct_coll_is_v(int coll);
+/* What a call with nothing to send does (one rank, or no element anywhere): the
+ * local copies, for any operation. */
+void ct_sched_local_only(const ct_params *p, ct_sched *s);
+/* Whether a call of p moves no element at all (every block empty). */
+int ct_call_empty(const ct_params *p);
+
 static inline int ct_pof2_floor(int n)
 {
     int p = 1;

@@ -133,13 +133,75 @@ static const ct_registry_entry table[] = {
      ct_barrier_hier},
     {{CT_BARRIER, "shm", SHM, 0, "shared flags: dissemination, no message (one node)"},
      ct_barrier_shm},
+
+    {{CT_ALLGATHERV, "native", NATIVE, 0, "the MPI library's MPI_Allgatherv"}, NULL},
+    {{CT_ALLGATHERV, "ring", 0, 0, "N-1 steps around a ring, blocks at their displacements"},
+     ct_allgatherv_ring},
+    {{CT_ALLGATHERV, "bruck", 0, 0, "Bruck: ceil(log2 N) steps of packed blocks, any N"},
+     ct_allgatherv_bruck},
+
+    {{CT_ALLTOALLV, "native", NATIVE, 0, "the MPI library's MPI_Alltoallv"}, NULL},
+    {{CT_ALLTOALLV, "pairwise", 0, 0, "N-1 steps, step k: send to rank+k, receive from rank-k"},
+     ct_alltoallv_pairwise},
+    {{CT_ALLTOALLV, "linear", RADIX, 0,
+      "all peers in windows of radix messages per round (radix option, default 4)"},
+     ct_alltoallv_linear},
+
+    {{CT_GATHERV, "native", NATIVE, 0, "the MPI library's MPI_Gatherv"}, NULL},
+    {{CT_GATHERV, "linear", 0, 0, "root receives every block at its displacement (flat tree)"},
+     ct_gatherv_linear},
+    {{CT_GATHERV, "binomial", 0, 0,
+      "binomial tree of packed subtrees, ceil(log2 N) rounds (counts broadcast first)"},
+     ct_gatherv_binomial},
+
+    {{CT_SCATTERV, "native", NATIVE, 0, "the MPI library's MPI_Scatterv"}, NULL},
+    {{CT_SCATTERV, "linear", 0, 0, "root sends each rank its block (flat tree)"},
+     ct_scatterv_linear},
+    {{CT_SCATTERV, "binomial", 0, 0,
+      "binomial tree of packed subtrees, ceil(log2 N) rounds (counts broadcast first)"},
+     ct_scatterv_binomial},
+
+    {{CT_REDUCE_SCATTER_BLOCK, "native", NATIVE, 0, "the MPI library's MPI_Reduce_scatter_block"},
+     NULL},
+    {{CT_REDUCE_SCATTER_BLOCK, "recursive_halving", COMM, 0,
+      "log2(N) exchanges of halving windows (non-powers of two folded in)"},
+     ct_reduce_scatter_recursive_halving},
+    {{CT_REDUCE_SCATTER_BLOCK, "ring", COMM, 0, "N-1 steps around a ring, partial sums passed on"},
+     ct_reduce_scatter_ring},
+    {{CT_REDUCE_SCATTER_BLOCK, "pairwise", 0, 0,
+      "N-1 pairwise exchanges of contributions, reduced in rank order"},
+     ct_reduce_scatter_pairwise},
+
+    {{CT_REDUCE_SCATTER, "native", NATIVE, 0, "the MPI library's MPI_Reduce_scatter"}, NULL},
+    {{CT_REDUCE_SCATTER, "recursive_halving", COMM, 0,
+      "log2(N) exchanges of halving windows (non-powers of two folded in)"},
+     ct_reduce_scatter_recursive_halving},
+    {{CT_REDUCE_SCATTER, "ring", COMM, 0, "N-1 steps around a ring, partial sums passed on"},
+     ct_reduce_scatter_ring},
+    {{CT_REDUCE_SCATTER, "pairwise", 0, 0,
+      "N-1 pairwise exchanges of contributions, reduced in rank order"},
+     ct_reduce_scatter_pairwise},
+
+    {{CT_SCAN, "native", NATIVE, 0, "the MPI library's MPI_Scan"}, NULL},
+    {{CT_SCAN, "recursive_doubling", 0, 0, "ceil(log2 N) exchanges of partial prefixes"},
+     ct_scan_recursive_doubling},
+    {{CT_SCAN, "linear", 0, 0, "chain: rank r-1's prefix, folded with r's input, to r+1"},
+     ct_scan_linear},
+
+    {{CT_EXSCAN, "native", NATIVE, 0, "the MPI library's MPI_Exscan"}, NULL},
+    {{CT_EXSCAN, "recursive_doubling", 0, 0, "ceil(log2 N) exchanges of partial prefixes"},
+     ct_exscan_recursive_doubling},
+    {{CT_EXSCAN, "linear", 0, 0, "chain: rank r-1's prefix to r, which folds its input in"},
+     ct_exscan_linear},
 };
 
 #define NENTRIES ((int)(sizeof table / sizeof table[0]))
 
-static const char *const coll_names[CT_NCOLL] = {"bcast",   "reduce",    "allreduce",
-                                                  "scatter", "gather",    "allgather",
-                                                  "alltoall", "barrier"};
+static const char *const coll_names[CT_NCOLL] = {
+    "bcast",   "reduce",  "allreduce", "scatter",  "gather",
+    "allgather", "alltoall", "barrier", "allgatherv", "alltoallv",
+    "gatherv", "scatterv", "reduce_scatter_block", "reduce_scatter", "scan",
+    "exscan"};
 
 int ct_algorithm_count(void) { return NENTRIES; }
 
@@ -198,10 +260,9 @@ int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s)
     if (!e || !e->generate)
         return -1;
     ct_sched_reset(s);
-    if ((p->count == 0 && p->coll != CT_BARRIER) || p->size == 1) {
+    if (ct_call_empty(p) || p->size == 1) {
         /* Nothing to move; a single rank only copies its input. */
-        if (p->count > 0 && p->coll != CT_BCAST && !p->in_place)
-            ct_sched_copy(s, CT_BUF_SRC, 0, CT_BUF_DST, 0, p->count);
+        ct_sched_local_only(p, s);
         if (uses_segment(e, p))
             ct_sched_signal(s, CT_STEP_DONE); /* every call on the segment ends so */
         return s->error ? -1 : 0;
@@ -210,7 +271,7 @@ int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s)
     return (rc || s->error) ? -1 : 0;
 }
 
-static char registry_json[16384];
+static char registry_json[65536];
 
 static void build_registry_json(void)
 {

@@ -90,6 +90,21 @@ typedef struct ct_sched {
  *   alltoall   SRC: N blocks (block j goes to rank j); DST: N blocks (block i
  *              comes from rank i)
  *   barrier    none (count is 0; only zero-byte messages)
+ * The v-variants and reduce-scatters have per-rank blocks: block i has
+ * ct_vcount(p, i) elements at ct_vdispl(p, i) (coll/common.h; p->counts and
+ * p->displs, or p->count per block when they are NULL, as the bench and the
+ * model use them):
+ *   allgatherv SRC: block p->rank's elements; DST: N blocks
+ *   gatherv    SRC: block p->rank's elements; DST: N blocks at the root
+ *   scatterv   SRC: N blocks at the root; DST: block p->rank's elements
+ *   alltoallv  SRC: N send blocks (counts / displs); DST: N receive blocks
+ *              (ct_vrcount / ct_vrdispl: p->rcounts / p->rdispls)
+ *   reduce_scatter(_block)  SRC: the whole vector, block i at ct_vdispl(p, i)
+ *              (the blocks' prefix sums); DST: block p->rank's elements
+ *   scan, exscan  SRC: count; DST: count (exscan leaves rank 0's DST alone)
+ * in_place for the v-variants as for their plain forms; for the
+ * reduce-scatters the whole input vector is in DST and the result goes to its
+ * start; for the scans the input is in DST.
  * in_place means the rank has no SRC and its input already sits in DST: at
  * its final place for reduce / allreduce, and as block p->rank of DST for
  * gather (root) and allgather. For scatter, in_place (root only) means the
@@ -120,6 +135,14 @@ typedef struct ct_params {
     /* Shared-memory algorithms: elements the node's segment holds for the call
      * (0: no segment, they refuse); the ranks of the communicator share memory. */
     size_t shm_count;
+    /* The v-variants and reduce-scatters: per-rank counts and displacements, in
+     * elements (N entries each; NULL: p->count per block, blocks back to back).
+     * For reduce_scatter the displacements are the counts' prefix sums. Every
+     * rank's generator sees the same arrays, so a rooted algorithm that sends
+     * subtrees needs the root's counts on every rank (the API broadcasts them).
+     * rcounts / rdispls: alltoallv's receive side (counts / displs its send side). */
+    const size_t *counts, *displs;
+    const size_t *rcounts, *rdispls;
 } ct_params;
 
 typedef int (*ct_generator)(const ct_params *p, ct_sched *s);

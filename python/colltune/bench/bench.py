@@ -132,13 +132,14 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
     if args.markdown:
         print(registry_markdown(reg), end="")
         return 0
-    print(f"{'collective':<11}{'algorithm':<20}{'properties':<40}summary")
+    width = max([len("collective"), *(len(a["coll"]) for a in reg)]) + 1
+    print(f"{'collective':<{width}}{'algorithm':<20}{'properties':<40}summary")
     for a in reg:
         props = [k for k in ("segmentable", "needs_commutative", "takes_radix", "native",
                              "hierarchical", "shared_memory") if a.get(k)]
         if a["default_segsize"]:
             props.append(f"segment {human_size(a['default_segsize'])}")
-        print(f"{a['coll']:<11}{a['name']:<20}{', '.join(props):<40}{a['summary']}")
+        print(f"{a['coll']:<{width}}{a['name']:<20}{', '.join(props):<40}{a['summary']}")
     return 0
 
 

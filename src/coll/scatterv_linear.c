@@ -1,0 +1,19 @@
+/* Scatterv linear: the root sends each rank its block from its displacement,
+ * all N-1 in one round. Only the root needs the counts (as MPI gives them). */
+#include "algorithms.h"
+
+int ct_scatterv_linear(const ct_params *p, ct_sched *s)
+{
+    int n = p->size, r = p->rank, root = p->root;
+    ct_sched_round(s);
+    if (r != root) {
+        ct_sched_recv(s, root, CT_BUF_DST, 0, ct_vcount(p, r));
+        return s->error ? -1 : 0;
+    }
+    for (int i = 0; i < n; i++)
+        if (i != root)
+            ct_sched_send(s, i, CT_BUF_SRC, ct_vdispl(p, i), ct_vcount(p, i));
+    if (!p->in_place)
+        ct_sched_copy(s, CT_BUF_SRC, ct_vdispl(p, r), CT_BUF_DST, 0, ct_vcount(p, r));
+    return s->error ? -1 : 0;
+}
