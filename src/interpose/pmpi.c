@@ -24,8 +24,13 @@
  * of a colltune request that belongs to the application's core.
  * COLLTUNE_SPLIT=auto (default) or S: the split tree's application levels.
  * MPI_Init and MPI_Init_thread ask for MPI_THREAD_MULTIPLE and start the
- * progress thread (COLLTUNE_PROGRESS=off: neither; COLLTUNE_PROGRESS_CORES:
- * its cores); MPI_Finalize stops it.
+ * progress thread when a non-blocking choice wants it (a table entry measured
+ * with the thread, or an algorithm forced by environment) and the node has a
+ * core no rank is bound to; where it has none, the table's choice measured
+ * without a thread serves the call (COLLTUNE_PROGRESS=auto, the default; on:
+ * always a thread; off: neither; COLLTUNE_PROGRESS_CORES: its cores);
+ * MPI_Finalize stops it. A table's non-blocking entries (op "ibcast", ...) give
+ * the split level too, unless COLLTUNE_SPLIT is set.
  *
  * COLLTUNE_MONITOR=counters|count|peers|sizes turns on the message monitor
  * (src/monitor/monitor.h): the send family is counted here, colltune's own
@@ -59,6 +64,7 @@ static long long env_segsize;
 static const char *env_segsize_invalid; /* the bad text, if any */
 static int log_debug;
 static int env_split = CT_SPLIT_AUTO;
+static int env_split_given; /* COLLTUNE_SPLIT=S overrides the table's split level */
 
 /* "BCAST", "ALLGATHER", ... */
 static const char *upper_name(ct_coll coll)
@@ -138,8 +144,10 @@ static void read_env(void)
     if (split && *split && strcmp(split, "auto") != 0) {
         char *end;
         long v = strtol(split, &end, 10);
-        if (*end == '\0' && v >= 0 && v < 64)
+        if (*end == '\0' && v >= 0 && v < 64) {
             env_split = (int)v;
+            env_split_given = 1;
+        }
         else
             fprintf(stderr, "colltune: COLLTUNE_SPLIT='%s' is neither 'auto' nor a number of "
                             "levels; using auto\n", split);
@@ -284,14 +292,22 @@ static int choose(const ct_call *c, long long bytes, ct_options *opts, int *err)
     }
     ct_table_choice choice;
     int size = 0;
-    if (comm != MPI_COMM_NULL && PMPI_Comm_size(comm, &size) == MPI_SUCCESS &&
-        ct_table_lookup(coll, size, bytes, &choice) == 0) {
-        opts->algorithm = choice.algorithm;
-        opts->has_segsize = choice.segsize > 0;
-        opts->segsize = choice.segsize;
-        return 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
+        return 1;
+    if (c->request) {
+        ct_progress_info info;
+        ct_progress_query(&info);
+        if (ct_table_lookup_nonblocking(coll, size, bytes, info.running, &choice) != 0)
+            return 1;
+        if (!env_split_given)
+            opts->split = choice.split;
+    } else if (ct_table_lookup(coll, size, bytes, &choice) != 0) {
+        return 1;
     }
-    return 1;
+    opts->algorithm = choice.algorithm;
+    opts->has_segsize = choice.segsize > 0;
+    opts->segsize = choice.segsize;
+    return 0;
 }
 
 static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *ran,
@@ -836,20 +852,60 @@ int MPI_Op_free(MPI_Op *op)
 
 /* ---- Start and end: the progress thread ------------------------------- */
 
-static int progress_wanted(void)
+typedef enum { PROGRESS_OFF, PROGRESS_ON, PROGRESS_AUTO } progress_mode;
+
+/* COLLTUNE_PROGRESS: off (or 0), on (or 1), auto (the default). */
+static progress_mode progress_wanted(void)
 {
     const char *p = getenv("COLLTUNE_PROGRESS");
-    return !(p && (!strcmp(p, "off") || !strcmp(p, "0")));
+    if (!p || !*p || !strcmp(p, "auto"))
+        return PROGRESS_AUTO;
+    if (!strcmp(p, "off") || !strcmp(p, "0"))
+        return PROGRESS_OFF;
+    if (!strcmp(p, "on") || !strcmp(p, "1"))
+        return PROGRESS_ON;
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        fprintf(stderr, "colltune: COLLTUNE_PROGRESS='%.64s' is not off, on or auto; using "
+                        "auto\n", p);
+    return PROGRESS_AUTO;
+}
+
+/* Whether a non-blocking call will run a colltune algorithm the thread can serve:
+ * the table has an entry measured with it, or the environment forces one. */
+static int nonblocking_wants_thread(void)
+{
+    static const ct_coll nonblocking[] = {CT_BCAST, CT_REDUCE, CT_ALLREDUCE, CT_SCATTER,
+                                          CT_GATHER};
+    pthread_once(&env_once, read_env);
+    if (ct_table_wants_progress())
+        return 1;
+    for (size_t i = 0; i < sizeof nonblocking / sizeof *nonblocking; i++)
+        if (forced_alg[nonblocking[i]].algorithm && !forced_alg[nonblocking[i]].invalid)
+            return 1;
+    return 0;
+}
+
+/* After MPI's own start: on, the thread whatever the cores; auto, only when a
+ * non-blocking choice wants it and the node has a core no rank is bound to (else
+ * the table's choices measured without a thread serve the calls). Collective over
+ * MPI_COMM_WORLD either way, as every rank reads the same table and environment. */
+static void start_progress(progress_mode mode)
+{
+    if (mode == PROGRESS_ON)
+        ct_progress_start(MPI_COMM_WORLD);
+    else if (mode == PROGRESS_AUTO && nonblocking_wants_thread())
+        ct_progress_start_on_free_core(MPI_COMM_WORLD);
 }
 
 int MPI_Init(int *argc, char ***argv)
 {
-    int provided, rc = progress_wanted()
+    progress_mode mode = progress_wanted();
+    int provided, rc = mode != PROGRESS_OFF
                            ? PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided)
                            : PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) {
-        if (progress_wanted())
-            ct_progress_start(MPI_COMM_WORLD);
+        start_progress(mode);
         ct_monitor_init();
     }
     return rc;
@@ -857,11 +913,11 @@ int MPI_Init(int *argc, char ***argv)
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    int rc = PMPI_Init_thread(argc, argv, progress_wanted() ? MPI_THREAD_MULTIPLE : required,
+    progress_mode mode = progress_wanted();
+    int rc = PMPI_Init_thread(argc, argv, mode != PROGRESS_OFF ? MPI_THREAD_MULTIPLE : required,
                               provided);
     if (rc == MPI_SUCCESS) {
-        if (progress_wanted())
-            ct_progress_start(MPI_COMM_WORLD);
+        start_progress(mode);
         ct_monitor_init();
     }
     return rc;

@@ -247,7 +247,7 @@ static struct {
     pthread_cond_t wake;
     ct_nbc_req *incoming;
     int running, stop, core, comm_cores, tried;
-    atomic_long completed;
+    atomic_long completed, parts_done;
     pthread_t tid;
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .core = -1};
 
@@ -394,6 +394,7 @@ static void *progress_main(void *arg)
             moved = 1;
             *p = r->next;
             r->next = NULL;
+            atomic_fetch_add(&eng.parts_done, 1);
             if (r->app_pending)
                 atomic_store_explicit(&r->thread_done, 1, memory_order_release);
             else
@@ -496,7 +497,7 @@ static int free_cores(MPI_Comm comm, int *cores, int max, int *local_rank)
     return n;
 }
 
-int ct_progress_start(MPI_Comm comm)
+static int progress_start(MPI_Comm comm, int need_free_core)
 {
     int provided = MPI_THREAD_SINGLE, rc;
     pthread_mutex_lock(&eng.lock);
@@ -530,6 +531,14 @@ int ct_progress_start(MPI_Comm comm)
     }
     if (provided < MPI_THREAD_MULTIPLE)
         return MPI_ERR_OTHER;
+    if (need_free_core && ncores <= 0) {
+        /* Every core runs a rank: a thread would take time from them. Not tried,
+         * so that an explicit ct_progress_start (the dyn layer's) still may. */
+        pthread_mutex_lock(&eng.lock);
+        eng.tried = 0;
+        pthread_mutex_unlock(&eng.lock);
+        return MPI_ERR_OTHER;
+    }
     static int self_keyval = MPI_KEYVAL_INVALID;
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, self_delete, &self_keyval, NULL) ==
         MPI_SUCCESS)
@@ -544,6 +553,16 @@ int ct_progress_start(MPI_Comm comm)
     return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
 
+int ct_progress_start(MPI_Comm comm)
+{
+    return progress_start(comm, 0);
+}
+
+int ct_progress_start_on_free_core(MPI_Comm comm)
+{
+    return progress_start(comm, 1);
+}
+
 void ct_progress_query(ct_progress_info *info)
 {
     pthread_mutex_lock(&eng.lock);
@@ -552,6 +571,7 @@ void ct_progress_query(ct_progress_info *info)
     info->comm_cores = eng.comm_cores;
     pthread_mutex_unlock(&eng.lock);
     info->completed = atomic_load(&eng.completed);
+    info->parts_done = atomic_load(&eng.parts_done);
 }
 
 /* ---- The split tree ------------------------------------------------------ */

@@ -71,6 +71,11 @@ void ct_progress_set_hook(int (*poll)(void));
 /* Wakes the progress thread from its nap (new work for the hook). */
 void ct_progress_kick(void);
 
+/* As ct_progress_start (collective over comm), but only where this node has a
+ * core none of its ranks is bound to (or COLLTUNE_PROGRESS_CORES names some):
+ * else MPI_ERR_OTHER and no thread, as one would take time from the ranks. */
+int ct_progress_start_on_free_core(MPI_Comm comm);
+
 /* Stops the progress thread (MPI_Finalize); in-flight requests finish first. */
 void ct_progress_stop(void);
 

@@ -240,11 +240,17 @@ static int num_of(const jval *obj, const char *key, double *out)
 
 /* ---- The loaded table ------------------------------------------------------ */
 
-typedef struct entry {
-    int coll, ranks;
-    long long size;
-    char *algorithm;
+/* A choice of algorithm: the entry's own, or its no-thread alternative. */
+typedef struct choice {
+    char *algorithm; /* NULL: none */
     long long segsize;
+    int split; /* CT_SPLIT_AUTO: the split-tree model */
+} choice;
+
+typedef struct entry {
+    int coll, ranks, nonblocking, progress_thread;
+    long long size;
+    choice best, no_thread; /* no_thread: only for entries measured with the thread */
 } entry;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -255,8 +261,10 @@ static atomic_int loaded; /* nentries, read without the lock on every call */
 void ct_table_unload(void)
 {
     pthread_mutex_lock(&lock);
-    for (int i = 0; i < nentries; i++)
-        free(entries[i].algorithm);
+    for (int i = 0; i < nentries; i++) {
+        free(entries[i].best.algorithm);
+        free(entries[i].no_thread.algorithm);
+    }
     free(entries);
     entries = NULL;
     nentries = 0;
@@ -344,50 +352,119 @@ static int whole_of(const jval *e, const char *key, double lo, double hi, double
     return 0;
 }
 
-/* One entry of the table: the operation, the sizes and the algorithm, each checked with a
- * message that names the field and what it allows. */
-static int check_entry(const jval *e, int *coll, double *ranks, double *bytes, double *seg,
-                       const char **alg, char *why, size_t len)
+/* The operation of an entry: "bcast" ..., or "ibcast" ... for the non-blocking form. */
+static int check_op(const jval *e, int *coll, int *nonblocking, char *why, size_t len)
 {
     char names[640];
-    if (e->t != J_OBJ) {
-        snprintf(why, len, "not an object");
-        return -1;
-    }
     const jval *op = member(e, "op");
     if (!op || op->t != J_STR) {
         snprintf(why, len, "op: %s", op ? "not a string" : "missing");
         return -1;
     }
-    if ((*coll = ct_coll_from_name(op->str)) < 0) {
+    *nonblocking = 0;
+    if ((*coll = ct_coll_from_name(op->str)) < 0 && op->str[0] == 'i' &&
+        (*coll = ct_coll_from_name(op->str + 1)) >= 0)
+        *nonblocking = 1;
+    if (*coll < 0) {
         list_names(-1, names, sizeof names);
-        snprintf(why, len, "op: '%.64s' is not an operation; valid: %s", op->str, names);
-        return -1;
-    }
-    /* ranks fit a C int; sizes up to 2^53 (exact in a double) */
-    if (whole_of(e, "ranks", 1, 2147483647.0, ranks, why, len) ||
-        whole_of(e, "size_bytes", 0, 9007199254740992.0, bytes, why, len) ||
-        whole_of(e, "segsize", 0, 1073741824.0, seg, why, len))
-        return -1;
-    const jval *a = member(e, "algorithm");
-    if (!a || a->t != J_STR) {
-        snprintf(why, len, "algorithm: %s", a ? "not a string" : "missing");
-        return -1;
-    }
-    *alg = a->str;
-    const ct_algorithm_info *info = ct_algorithm_find((ct_coll)*coll, a->str);
-    if (!info) {
-        list_names(*coll, names, sizeof names);
-        snprintf(why, len, "algorithm: '%.64s' is not %s %s algorithm; valid: %s", a->str,
-                 strchr("aeiou", op->str[0]) ? "an" : "a", op->str, names);
-        return -1;
-    }
-    if (*seg > 0 && !(info->flags & CT_ALG_SEGMENTABLE)) {
-        snprintf(why, len, "segsize: %.0f given for %s '%s', which takes no segment size; "
-                           "use 0", *seg, op->str, a->str);
+        int n = snprintf(why, len, "op: '%.64s' is not an operation; valid: %s", op->str, names);
+        if (n > 0 && (size_t)n < len) /* a long list of names may leave no room: then without */
+            snprintf(why + n, len - (size_t)n, ", each with an 'i' before it for the "
+                                               "non-blocking form");
         return -1;
     }
     return 0;
+}
+
+/* The algorithm, segment size and (non-blocking) split level of obj: an entry, or
+ * an entry's no_thread choice. */
+static int check_choice(const jval *obj, int coll, int nonblocking, const char *prefix,
+                        choice *out, char *why, size_t len)
+{
+    char names[640], key[48];
+    const char *op = ct_coll_name((ct_coll)coll);
+    double seg = 0;
+    snprintf(key, sizeof key, "%ssegsize", prefix);
+    if (whole_of(obj, "segsize", 0, 1073741824.0, &seg, why, len)) {
+        if (*prefix) { /* name the nested key */
+            char inner[512];
+            snprintf(inner, sizeof inner, "%s%s", prefix, why);
+            snprintf(why, len, "%s", inner);
+        }
+        return -1;
+    }
+    const jval *a = member(obj, "algorithm");
+    if (!a || a->t != J_STR) {
+        snprintf(why, len, "%salgorithm: %s", prefix, a ? "not a string" : "missing");
+        return -1;
+    }
+    const ct_algorithm_info *info = ct_algorithm_find((ct_coll)coll, a->str);
+    if (!info) {
+        list_names(coll, names, sizeof names);
+        snprintf(why, len, "%salgorithm: '%.64s' is not %s %s algorithm; valid: %s", prefix,
+                 a->str, strchr("aeiou", op[0]) ? "an" : "a", op, names);
+        return -1;
+    }
+    if (seg > 0 && !(info->flags & CT_ALG_SEGMENTABLE)) {
+        snprintf(why, len, "%s: %.0f given for %s '%s', which takes no segment size; use 0",
+                 key, seg, op, a->str);
+        return -1;
+    }
+    out->segsize = (long long)seg;
+    out->split = CT_SPLIT_AUTO;
+    const jval *split = nonblocking ? member(obj, "split") : NULL;
+    if (split && !(split->t == J_STR && !strcmp(split->str, "model"))) {
+        double levels = 0;
+        if (whole_of(obj, "split", 0, 63, &levels, why, len)) {
+            char inner[512];
+            snprintf(inner, sizeof inner, "%s%s (or \"model\")", prefix, why);
+            snprintf(why, len, "%s", inner);
+            return -1;
+        }
+        out->split = (int)levels;
+    }
+    out->algorithm = strdup(info->name);
+    return out->algorithm ? 0 : -1;
+}
+
+/* One entry of the table: the operation, the sizes and the choice, each checked with a
+ * message that names the field and what it allows. */
+static int check_entry(const jval *e, entry *out, char *why, size_t len)
+{
+    double ranks = 0, bytes = 0;
+    if (e->t != J_OBJ) {
+        snprintf(why, len, "not an object");
+        return -1;
+    }
+    memset(out, 0, sizeof *out);
+    /* ranks fit a C int; sizes up to 2^53 (exact in a double) */
+    if (check_op(e, &out->coll, &out->nonblocking, why, len) ||
+        whole_of(e, "ranks", 1, 2147483647.0, &ranks, why, len) ||
+        whole_of(e, "size_bytes", 0, 9007199254740992.0, &bytes, why, len) ||
+        check_choice(e, out->coll, out->nonblocking, "", &out->best, why, len))
+        return -1;
+    out->ranks = (int)ranks;
+    out->size = (long long)bytes;
+    if (!out->nonblocking)
+        return 0;
+    const jval *progress = member(e, "progress");
+    if (progress && (progress->t != J_STR ||
+                     (strcmp(progress->str, "thread") && strcmp(progress->str, "none")))) {
+        snprintf(why, len, "progress: must be \"thread\" or \"none\"");
+        return -1;
+    }
+    out->progress_thread = progress && !strcmp(progress->str, "thread");
+    const jval *alt = member(e, "no_thread");
+    if (alt && !out->progress_thread) {
+        snprintf(why, len, "no_thread: given for an entry measured without the thread "
+                           "(progress \"none\")");
+        return -1;
+    }
+    if (alt && alt->t != J_OBJ) {
+        snprintf(why, len, "no_thread: not an object");
+        return -1;
+    }
+    return alt ? check_choice(alt, out->coll, 1, "no_thread.", &out->no_thread, why, len) : 0;
 }
 
 int ct_table_load(const char *path, char *why, size_t len)
@@ -458,25 +535,23 @@ int ct_table_load(const char *path, char *why, size_t len)
     if (rc == 0 && !(es = calloc((size_t)list->n + 1, sizeof *es)))
         rc = -1;
     for (int i = 0; rc == 0 && i < list->n; i++) {
-        char alg_why[768];
-        const char *alg = NULL;
-        int coll = -1;
-        double ranks = 0, bytes = 0, seg = 0;
-        if (check_entry(&list->items[i], &coll, &ranks, &bytes, &seg, &alg, alg_why,
-                        sizeof alg_why) != 0) {
-            snprintf(why, len, "%s: %s (entry %d, line %d)", path, alg_why, i + 1,
+        char entry_why[768];
+        if (check_entry(&list->items[i], &es[n], entry_why, sizeof entry_why) != 0) {
+            snprintf(why, len, "%s: %s (entry %d, line %d)", path, entry_why, i + 1,
                      list->items[i].line);
+            free(es[n].best.algorithm);
+            free(es[n].no_thread.algorithm);
             rc = -1;
         } else {
-            es[n] = (entry){coll, (int)ranks, (long long)bytes, strdup(alg), (long long)seg};
-            if (!es[n++].algorithm)
-                rc = -1;
+            n++;
         }
     }
     jfree(&doc);
     if (rc != 0) {
-        for (int i = 0; i < n; i++)
-            free(es[i].algorithm);
+        for (int i = 0; i < n; i++) {
+            free(es[i].best.algorithm);
+            free(es[i].no_thread.algorithm);
+        }
         free(es);
         return -1;
     }
@@ -499,14 +574,15 @@ static double log_distance(double a, double b)
     return fabs(log((a > 0 ? a : 0.5)) - log((b > 0 ? b : 0.5)));
 }
 
-int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choice *choice)
+/* The entry for the call among those of (coll, nonblocking): the nearest
+ * communicator size, then the nearest message size, both in log scale, the
+ * smaller on ties. Under the lock. */
+static const entry *nearest(ct_coll coll, int nonblocking, int comm_size, long long bytes)
 {
-    int rc = -1;
-    pthread_mutex_lock(&lock);
     int best_ranks = -1;
-    for (int i = 0; i < nentries; i++) { /* the nearest communicator size, smaller on ties */
+    for (int i = 0; i < nentries; i++) {
         const entry *e = &entries[i];
-        if (e->coll != (int)coll)
+        if (e->coll != (int)coll || e->nonblocking != nonblocking)
             continue;
         if (best_ranks < 0) {
             best_ranks = e->ranks;
@@ -517,9 +593,9 @@ int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choic
             best_ranks = e->ranks;
     }
     const entry *pick = NULL;
-    for (int i = 0; best_ranks >= 0 && i < nentries; i++) { /* then the nearest size */
+    for (int i = 0; best_ranks >= 0 && i < nentries; i++) {
         const entry *e = &entries[i];
-        if (e->coll != (int)coll || e->ranks != best_ranks)
+        if (e->coll != (int)coll || e->nonblocking != nonblocking || e->ranks != best_ranks)
             continue;
         if (!pick) {
             pick = e;
@@ -530,12 +606,56 @@ int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choic
         if (d < dp - 1e-12 || (fabs(d - dp) <= 1e-12 && e->size < pick->size))
             pick = e;
     }
-    if (pick && strcmp(pick->algorithm, "native")) {
-        const ct_algorithm_info *info = ct_algorithm_find(coll, pick->algorithm);
-        choice->algorithm = info->name; /* the registry's storage outlives any table */
-        choice->segsize = pick->segsize;
-        rc = 0;
+    return pick;
+}
+
+/* 0 and *out filled when c names a colltune algorithm; -1 for native or none. */
+static int answer(ct_coll coll, const choice *c, int progress_thread, ct_table_choice *out)
+{
+    if (!c->algorithm || !strcmp(c->algorithm, "native"))
+        return -1;
+    const ct_algorithm_info *info = ct_algorithm_find(coll, c->algorithm);
+    out->algorithm = info->name; /* the registry's storage outlives any table */
+    out->segsize = c->segsize;
+    out->split = c->split;
+    out->progress_thread = progress_thread;
+    return 0;
+}
+
+int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choice *choice)
+{
+    pthread_mutex_lock(&lock);
+    const entry *pick = nearest(coll, 0, comm_size, bytes);
+    int rc = pick ? answer(coll, &pick->best, 0, choice) : -1;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+int ct_table_lookup_nonblocking(ct_coll coll, int comm_size, long long bytes,
+                                int thread_running, ct_table_choice *choice)
+{
+    pthread_mutex_lock(&lock);
+    const entry *pick = nearest(coll, 1, comm_size, bytes);
+    int rc;
+    if (!pick) { /* no non-blocking entries: the blocking operation's choice */
+        pick = nearest(coll, 0, comm_size, bytes);
+        rc = pick ? answer(coll, &pick->best, 0, choice) : -1;
+    } else if (pick->progress_thread && !thread_running) {
+        rc = answer(coll, &pick->no_thread, 0, choice);
+    } else {
+        rc = answer(coll, &pick->best, pick->progress_thread, choice);
     }
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+int ct_table_wants_progress(void)
+{
+    int wants = 0;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nentries && !wants; i++)
+        wants = entries[i].nonblocking && entries[i].progress_thread &&
+                entries[i].best.algorithm && strcmp(entries[i].best.algorithm, "native");
+    pthread_mutex_unlock(&lock);
+    return wants;
 }

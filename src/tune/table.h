@@ -13,6 +13,8 @@
 typedef struct ct_table_choice {
     const char *algorithm; /* a registry name, valid as long as the table is loaded */
     long long segsize;     /* bytes; 0 = the algorithm's default */
+    int split;             /* non-blocking: the split tree's S, or CT_SPLIT_AUTO (model) */
+    int progress_thread;   /* non-blocking: the entry was measured with the progress thread */
 } ct_table_choice;
 
 /* 0 and *choice filled when the loaded table has an entry for this call (the
@@ -20,6 +22,18 @@ typedef struct ct_table_choice {
  * the smaller on ties) naming a colltune algorithm; -1 when its winner there is
  * native, when it has no entry for the operation, or when no table is loaded. */
 int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choice *choice);
+
+/* The same for a non-blocking call (MPI_Ibcast, ...): its own entries (op
+ * "ibcast", ...) when the table has some for the operation, else the blocking
+ * operation's. An entry measured with the progress thread, looked up while no
+ * thread runs (thread_running 0), answers with what the table measured best
+ * without one (its "no_thread" choice), or -1 (native) when it has none. */
+int ct_table_lookup_nonblocking(ct_coll coll, int comm_size, long long bytes,
+                                int thread_running, ct_table_choice *choice);
+
+/* Whether some non-blocking entry of the loaded table wants the progress
+ * thread (the drop-in then starts one where the node has a free core). */
+int ct_table_wants_progress(void);
 
 /* Loads a colltune-table/1 file as the table of every lookup (replacing any).
  * -1 with the reason in why: unreadable, malformed, another schema version, or

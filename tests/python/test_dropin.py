@@ -6,6 +6,7 @@ native; bad settings are refused by name; bad input gives the error classes nati
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -20,7 +21,7 @@ SEGSIZE = 4099  # bytes; prime, so segments of bytes end mid-element and mid-blo
 OPS = {"bcast": "Bcast", "reduce": "Reduce", "allreduce": "Allreduce", "scatter": "Scatter",
        "gather": "Gather", "allgather": "Allgather", "alltoall": "Alltoall",
        "barrier": "Barrier"}
-EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_SEGSIZE", "COLLTUNE_SPLIT",
+EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_SEGSIZE", "COLLTUNE_SPLIT", "COLLTUNE_TABLE",
           "COLLTUNE_PROGRESS", *(f"COLLTUNE_{op.upper()}_ALGORITHM" for op in OPS))
 # The bad calls of `plain_collectives --errors`, one line each.
 ERROR_CALLS = 36
@@ -217,12 +218,13 @@ def nbc_routed(stderr: str) -> dict[str, dict[str, int]]:
                          [(2, "0"), (3, "1"), (5, "0"), (5, "1"), (5, "2"), (5, "64"),
                           (8, "auto")])
 def test_nonblocking_through_the_drop_in(build, nranks, split):
-    """Every MPI_I* call goes through the forced algorithm at every split, completed by the
-    program's own MPI_Wait, MPI_Test loops, MPI_Waitall with its point-to-point requests and
+    """Every MPI_I* call goes through the forced algorithm at every split (with the progress
+    thread however the cores are taken: COLLTUNE_PROGRESS=on), completed by the program's own
+    MPI_Wait, MPI_Test loops, MPI_Waitall with its point-to-point requests and
     MPI_Waitany; the program checks every result itself."""
     env = {f"COLLTUNE_{op.upper()}_ALGORITHM": alg for op, alg in NBC_FORCED.items()}
     p = launch(build, program="plain_nbc", nranks=nranks, COLLTUNE_LOG="debug",
-               COLLTUNE_SPLIT=split, **env)
+               COLLTUNE_SPLIT=split, COLLTUNE_PROGRESS="on", **env)
     ok(p, (nranks, split))
     found = NBC_CALLS.findall(p.stdout)
     assert sorted(int(m[0]) for m in found) == list(range(nranks)), p.stdout
@@ -243,3 +245,65 @@ def test_nonblocking_native_without_forcing_and_without_progress(build):
                COLLTUNE_LOG="debug", **env)
     ok(p, "no progress thread")
     assert nbc_routed(p.stderr)["Ibcast"] == {"binomial": 3 * 8}
+
+
+# ---- A table's non-blocking entry and the progress thread (tests/c/plain_ibcast_progress.c) ----
+
+def progress_records(stdout: str, nranks: int) -> dict[int, tuple[int, int, str]]:
+    """rank -> (thread running, thread parts finished before the wait, data ok/wrong)."""
+    found = re.findall(r"rank (\d+) thread=(\d) parts_before_wait=(\d+) data=(\w+)", stdout)
+    assert sorted(int(m[0]) for m in found) == list(range(nranks)), stdout
+    return {int(r): (int(t), int(p), d) for r, t, p, d in found}
+
+
+def ibcast_table(build: MPIBuild, tmp_path) -> str:
+    """A table whose MPI_Ibcast entry is a split tree measured with the thread (binomial,
+    S = 1: at 4 ranks the root's edge to rank 2 is the thread's, the leaves' the
+    application's), and chain as what was best without a thread."""
+    from colltune.tune.tune import machine_id
+
+    lib, version = ("MPICH", "5.0.2") if build.flavor == "mpich" else ("Open MPI", "5.0.11")
+    doc = {"schema": "colltune-table", "schema_version": 1, "machine": machine_id(),
+           "mpi": {"build": build.name, "implementation": lib, "version": version},
+           "strategy": "exhaustive",
+           "entries": [{"op": "ibcast", "ranks": 4, "size_bytes": 65536, "algorithm": "binomial",
+                        "segsize": 0, "split": 1, "progress": "thread",
+                        "no_thread": {"algorithm": "chain", "segsize": 0}}]}
+    path = tmp_path / "ibcast-table.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_a_split_tree_entry_starts_the_progress_thread_on_a_free_core(build, tmp_path):
+    """Only MPI_Ibcast, then computation without MPI calls: with COLLTUNE_TABLE and nothing
+    else, the drop-in starts its thread on the core the ranks leave free (all four are bound
+    to core 0), and the thread finishes its part of the broadcast (root to rank 2) while
+    ranks 0 and 2 compute, before they wait: progress no application call made."""
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("needs a core beside the ranks' own")
+    e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
+    e.update(build.launch_env(4))
+    e.update(LD_PRELOAD=str(build.tool("libcolltune_pmpi.so")),
+             COLLTUNE_TABLE=ibcast_table(build, tmp_path))
+    cmd = build.launch_command(4, [str(build.tool("tests/c/plain_ibcast_progress")), "65536",
+                                   "0,2", "120"], bind=False,
+                               export=("LD_PRELOAD", "COLLTUNE_TABLE"))
+    if build.flavor == "openmpi":
+        cmd[1:1] = ["--bind-to", "none"]  # keep the ranks where taskset puts them
+    p = subprocess.run(["taskset", "-c", "0", *cmd], env=e, capture_output=True, text=True,
+                       timeout=300)
+    ok(p, "split-tree entry with the thread")
+    rec = progress_records(p.stdout, 4)
+    assert all(r[0] == 1 and r[2] == "ok" for r in rec.values()), rec
+    assert rec[0][1] >= 1 and rec[2][1] >= 1, rec  # the thread's part, done while computing
+
+
+def test_with_every_core_taken_the_entry_runs_without_a_thread(build, tmp_path):
+    """The same table with the ranks unbound (every rank may run on every core: none is
+    free): no thread starts, and the call runs what the table measured best without one."""
+    p = launch(build, "65536", "", "60", program="plain_ibcast_progress", nranks=4,
+               COLLTUNE_TABLE=ibcast_table(build, tmp_path), COLLTUNE_LOG="debug")
+    ok(p, "split-tree entry, no free core")
+    rec = progress_records(p.stdout, 4)
+    assert all(r == (0, 0, "ok") for r in rec.values()), rec
+    assert nbc_routed(p.stderr) == {"Ibcast": {"chain": 4}}, p.stderr[-2000:]
