@@ -28,6 +28,9 @@ from .core.units import human_size
 # `colltune run` on a small machine: every operation, every algorithm, in a few minutes.
 RUN_MAX = "1M"
 RUN_ITERS = 10
+# Its last tuning step, the table verified through the drop-in: few rounds, to stay short.
+RUN_VERIFY_ROUNDS = 2
+TABLE = "colltune-table.json"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -142,6 +145,28 @@ def suite_result(doc: dict) -> str:
     return text + (f"; {len(warnings)} warning(s): {warnings[0]}" if warnings else "")
 
 
+def verify_stage(stages: Stages, run, build: MPIBuild, args: argparse.Namespace) -> None:
+    """The tuned table through the drop-in against native in separate jobs (colltune
+    verify); the corrected table replaces it as the run's result, the tuner's own is kept
+    beside it (colltune-table.tuned.json)."""
+    import shutil
+
+    from .tune.verify import VerifyError, run_verify, summary, text_tables, verify_bench
+
+    stages.start(f"the table through the drop-in against native, separate jobs (colltune "
+                 f"verify {TABLE}) -> {TABLE}")
+    try:
+        tuned = str(Path(TABLE).with_suffix("")) + ".tuned.json"
+        shutil.copyfile(TABLE, tuned)
+        _, record = run_verify(build, tuned, TABLE, rounds=RUN_VERIFY_ROUNDS,
+                               iters=args.iters or RUN_ITERS)
+        print(text_tables(record))
+        run.add_bench(verify_bench(record, tuned, TABLE, f"colltune verify {tuned} -o {TABLE}"))
+        stages.done(summary(record))
+    except (VerifyError, ValueError, OSError, MPIError) as e:
+        stages.failed(e)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """The main job on this machine: a quick probe of the machine (machine.json), then every
     algorithm of every operation and native on all cores (sizes up to 1 MiB, 10 iterations
@@ -163,8 +188,8 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"{args.iters or 'adaptive'} iterations; store {store.path}")
     run = store.begin_run("run", sys.argv[1:], ranks=args.ranks,
                           binding=build.binding_label(args.ranks, not args.no_bind))
-    stages = Stages(["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "overlap",
-                     "suite"])
+    stages = Stages(["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "verify",
+                     "overlap", "suite"])
     try:
         # The machine first: caches, sharing, memory and communication layers, quickly.
         from .probe.probe import quick_probe
@@ -211,14 +236,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             points = [(op, args.ranks, 0 if op == "barrier" else s) for op in COLLS
                       for s in (reduced_sizes(8, args.max) if op != "barrier" else [0])]
             tdoc, evals, secs, _ = run_tuning(build, build.registry(), points, "model",
-                                              output="colltune-table.json", iters=5,
-                                              predict_model=predict)
+                                              output=TABLE, iters=5, predict_model=predict)
             first, *rest = summary(tdoc, evals, secs).splitlines()
             print("\n".join(rest))
             run.add_bench(tune_bench(tdoc, evals, secs))
             stages.done(first)
         except (TuneError, ValueError, OSError, MPIError) as e:
             stages.failed(e)
+        verify_stage(stages, run, build, args)
         stages.start("a short overlap study (colltune overlap: 256 KiB bcast, N = Nproc-1)")
         from .nbc.overlap import OverlapError, overlap_bench, short_study
 

@@ -151,15 +151,19 @@ def test_run_benchmarks_every_operation_then_reports(main_job, build):
     # The quick probe and the point-to-point costs first (their own sections in the report),
     # then every operation.
     # Last, the short overlap study and the short suite (their own sections too).
-    assert [b["op"] for b in benches] == ["probe", "p2p", *COLLS, "tune", "overlap", "suite"]
+    assert [b["op"] for b in benches] == ["probe", "p2p", *COLLS, "tune", "verify", "overlap",
+                                          "suite"]
     assert "<section id='overlap'>" in html and "<section id='tuning'>" in html
-    assert "<section id='suite'>" in html
+    assert "<section id='suite'>" in html and "<section id='verify'>" in html
+    # the run's table is the verified one, the tuner's kept beside it
+    assert "verified" in json.loads((tmp_path / "colltune-table.json").read_text())
+    assert "verified" not in json.loads((tmp_path / "colltune-table.tuned.json").read_text())
     table = json.loads((tmp_path / "colltune-table.json").read_text())
     assert {e["op"] for e in table["entries"]} == set(COLLS)
     assert json.loads((tmp_path / "machine.json").read_text())["caches"]
     assert json.loads((tmp_path / "p2p.json").read_text())["layers"][0]["points"]
     assert "<section id='machine'>" in html and "<section id='p2p'>" in html
-    for b in benches[2:-3]:
+    for b in benches[2:-4]:
         # Every algorithm and native measured at every size (the barrier: once, size 0).
         sizes = [0] if b["op"] == "barrier" else [8 << i for i in range(6)]  # 8 .. 256 B
         want = {(a["name"], s) for a in reg if a["coll"] == b["op"] for s in sizes}
@@ -167,7 +171,8 @@ def test_run_benchmarks_every_operation_then_reports(main_job, build):
         assert all(r["check"] in ("ok", "not checked") for r in b["results"]), b["op"]
 
 
-STAGES = ["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "overlap", "suite"]
+STAGES = ["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "verify", "overlap",
+          "suite"]
 
 
 def test_run_log_on_a_non_terminal(main_job):

@@ -50,6 +50,7 @@ from ..render.html import (
 from ..render.plot import PLOT_LOCK, RC, legend_label, log_axis, size_axis, to_svg
 from ..store.store import Store
 from ..tune.report import tune_section
+from ..tune.verify_report import verify_section
 from .suite import suite_section
 
 # The plotted latency: median over iterations of the slowest rank's time, the time the
@@ -61,7 +62,7 @@ _LINESTYLES = ("-", "--", ":", "-.")
 _NATIVE_COLORS = ("black", "dimgray", "darkgray", "silver")
 # Benches that are not an operation's latencies: the report shows them in these sections.
 SPECIAL_BENCHES = ("probe", "p2p", "validate-model", "overlap", "tune", "monitor", "cholesky",
-                   "cholesky-study", "suite")
+                   "cholesky-study", "suite", "verify")
 
 
 @dataclass
@@ -308,6 +309,7 @@ REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     validation_section,
     overlap_section,
     tune_section,
+    verify_section,
     monitor_section,
     cholesky_section,
     cholesky_study_section,
