@@ -19,7 +19,7 @@ from .core.files import Terminated, sigterm_as_interrupt
 from .dyn import cholesky
 from .model import model, splittree, validate
 from .monitor import monitor
-from .nbc import overlap
+from .nbc import overlap, tune_nbc
 from .p2p import p2p
 from .probe import probe
 from .report import cli as report_cli
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.register(sub)
     overlap.register(sub)
     tune.register(sub)
+    tune_nbc.register(sub)
     verify.register(sub)
     monitor.register(sub)
     suite.register(sub)

@@ -13,6 +13,10 @@ from ..core.files import is_int, is_number, problem_recorder, read_validated, wr
 SCHEMA = "colltune-table"
 SCHEMA_VERSION = 1
 OPS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier")
+# The non-blocking operations a table may tune (`colltune tune-nbc`): their entries add the
+# split level, the progress mode and, measured with the thread, the best choice without one.
+NONBLOCKING = ("ibcast", "ireduce", "iallreduce", "iscatter", "igather")
+PROGRESS_MODES = ("thread", "none")
 
 
 class TableFileError(ValueError):
@@ -56,9 +60,12 @@ def validate(doc, where: str = "table.json") -> list[str]:
         f = f"entries[{i}]"
         if not need(isinstance(e, dict), f, "not an object"):
             continue
-        op_ok = need(e.get("op") in OPS, f + ".op",
+        op_ok = need(e.get("op") in OPS + NONBLOCKING, f + ".op",
                      "missing" if "op" not in e else
-                     f"unknown operation {e.get('op')!r} (one of {', '.join(OPS)})")
+                     f"unknown operation {e.get('op')!r} (one of "
+                     f"{', '.join(OPS + NONBLOCKING)})")
+        if e.get("op") in NONBLOCKING:
+            check_nonblocking(e, f, need)
         ranks_ok = need(is_int(e.get("ranks")) and e["ranks"] >= 1, f + ".ranks",
                         "missing" if "ranks" not in e else "not a positive integer")
         size_ok = need(is_int(e.get("size_bytes")) and e["size_bytes"] >= 0, f + ".size_bytes",
@@ -81,6 +88,33 @@ def validate(doc, where: str = "table.json") -> list[str]:
             else:
                 seen[key] = i
     return errors
+
+
+def check_split(split, where: str, need) -> None:
+    need(split == "model" or (is_int(split) and 0 <= split <= 63), where,
+         'not a level from 0 to 63 or "model"')
+
+
+def check_nonblocking(e: dict, f: str, need) -> None:
+    """The fields a non-blocking entry adds (docs/TABLE.md, "Non-blocking entries")."""
+    if "split" in e:
+        check_split(e["split"], f + ".split", need)
+    progress = e.get("progress", "none")
+    need(progress in PROGRESS_MODES, f + ".progress", 'not "thread" or "none"')
+    alt = e.get("no_thread")
+    if alt is None:
+        return
+    if not need(progress == "thread", f + ".no_thread",
+                "given for an entry measured without the thread"):
+        return
+    if not need(isinstance(alt, dict), f + ".no_thread", "not an object"):
+        return
+    need(isinstance(alt.get("algorithm"), str) and alt["algorithm"] != "",
+         f + ".no_thread.algorithm", "missing or not a non-empty string")
+    need(is_int(alt.get("segsize")) and alt["segsize"] >= 0, f + ".no_thread.segsize",
+         "missing or not a non-negative integer")
+    if "split" in alt:
+        check_split(alt["split"], f + ".no_thread.split", need)
 
 
 def load(path: str | Path) -> dict:
