@@ -175,6 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", choices=("d", "s"), default="s",
                     help="s (default: StarPU's example computes in single precision) or d")
     ap.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS))
+    ap.add_argument("--starpu-max-n", type=int, default=3840,
+                    help="StarPU only up to this N (3840: beyond, one of its factorisations "
+                         "takes minutes on the 2-core machine)")
+    ap.add_argument("--resume", action="store_true",
+                    help="keep the cases already in --out and measure only the others")
     ap.add_argument("--outlier", type=float, default=1.5,
                     help="repeat a job whose max is above this times its median (1.5)")
     ap.add_argument("--mpi", default=os.environ.get("COLLTUNE_MPI", "mpich"))
@@ -205,8 +210,19 @@ def main(argv: list[str] | None = None) -> int:
                        "mpiexec": sp["mpiexec"], "launch": "across the bed (Debian Open MPI "
                        "4.1, ORTE, plm_rsh_agent = the bed's wrapper)"} if sp
                       else {"absent": starpu_reason()}),
-           "cases": []}
+           "starpu_max_n": args.starpu_max_n, "cases": []}
+    if args.resume and out.exists():
+        old = json.loads(out.read_text())
+        doc["cases"] = old.get("cases", [])
+        doc["resumed_from"] = old.get("created_at")
     variants = [v for v in args.variants if sp or not v.startswith("starpu")]
+    cases = {(c["hosts"], c["link"], c["n"]): c for c in doc["cases"]}
+
+    def wanted(k: int, link: str, n: int) -> list[str]:
+        have = {r["variant"] for r in cases.get((k, link, n), {}).get("results", [])}
+        return [v for v in variants if v not in have
+                and not (v.startswith("starpu") and n > args.starpu_max_n)]
+
     if not sp:
         print(f"cholesky_study: StarPU not run: {starpu_reason()}", file=sys.stderr)
     elif args.precision != "s" and any(v.startswith("starpu") for v in variants):
@@ -214,18 +230,27 @@ def main(argv: list[str] | None = None) -> int:
     mon_dir = out.resolve().parent / (out.stem + "-monitor")
     for k in args.hosts:
         for link in args.links:
+            todo = [n for n in args.sizes or sizes(args.max_n) if wanted(k, link, n)]
+            if not todo:
+                continue
             testbed.down(BED)  # one left by a killed study
             with testbed.running(k, testbed.parse_rate(link), BED):
-                for n in args.sizes or sizes(args.max_n):
-                    case = {"hosts": k, "link": link, "n": n, "results": [],
-                            "load": os.getloadavg()[0]}
-                    for variant in variants:
+                for n in todo:
+                    case = cases.get((k, link, n))
+                    if case is None:
+                        case = cases[(k, link, n)] = {"hosts": k, "link": link, "n": n,
+                                                      "results": [], "load": []}
+                        doc["cases"].append(case)
+                    if not isinstance(case.get("load"), list):
+                        case["load"] = [case.get("load")]
+                    case["load"].append(os.getloadavg()[0])  # the machine is shared
+                    for variant in wanted(k, link, n):
                         print(f"[cholesky_study {time.strftime('%T')}] K={k} {link} N={n} "
                               f"NB={n // RATIO} {variant}", file=sys.stderr)
                         case["results"].append(measure_variant(k, n, variant, args,
                                                                mon_dir / f"k{k}-{link}"))
-                    doc["cases"].append(case)
-                    out.write_text(json.dumps(doc, indent=1) + "\n")
+                        out.write_text(json.dumps(doc, indent=1) + "\n")  # a kill keeps it
+    doc["cases"].sort(key=lambda c: (c["hosts"], c["link"], c["n"]))
     doc["complete"] = True
     out.write_text(json.dumps(doc, indent=1) + "\n")
     if not args.no_record:
