@@ -192,6 +192,25 @@ def test_a_point_still_slower_after_correction_is_named_with_its_reason():
     assert all("table says native here" in s["reason"] for s in still.values())
 
 
+def test_the_report_shows_the_record_escaped(tmp_path, record, evil):
+    from colltune.report.report import render_report
+    from colltune.store.store import Store
+    from colltune.tune.verify import text_tables, verify_bench
+
+    doc = table(entry("bcast", 8, "native"), entry("bcast", 1024, "binomial"))
+    b1k = ("bcast", 2, 1024)
+    fixed, rec = verify_table(doc, Fake(flat(doc), {(b1k, "binomial", 0): [15.0]}), rounds=3)
+    text = text_tables(rec)
+    assert "corrected bcast 2 ranks 1 KiB: binomial -> native" in text
+    assert "STILL SLOWER" not in text
+    rec.update(iters=5, placement=evil)
+    with Store.open(tmp_path / "c.db") as store:
+        html = render_report(store, [record(store, [verify_bench(rec, evil, "out.json", "x")])])
+    assert "<section id='verify'>" in html and "Verifying the tuning table" in html
+    assert evil not in html and "&lt;script&gt;" in html
+    assert "No point above 1.05x after the correction." in html
+
+
 # -- one real run ------------------------------------------------------------------------
 
 
