@@ -136,6 +136,32 @@ int ct_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 /* Barrier, as MPI_Barrier. */
 int ct_barrier(MPI_Comm comm, const ct_options *opts);
 
+/* The v-variants, reduce-scatters and scans, as their MPI functions (the
+ * arguments MPI calls significant on a rank only there; MPI_IN_PLACE where MPI
+ * allows it). */
+int ct_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                  MPI_Comm comm, const ct_options *opts);
+int ct_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                 const ct_options *opts);
+int ct_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+               MPI_Comm comm, const ct_options *opts);
+int ct_scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                int root, MPI_Comm comm, const ct_options *opts);
+int ct_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                            const ct_options *opts);
+int ct_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const ct_options *opts);
+int ct_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+            MPI_Comm comm, const ct_options *opts);
+int ct_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm, const ct_options *opts);
+
 /* ---- Non-blocking collectives ------------------------------------------ */
 
 /*
@@ -221,8 +247,10 @@ enum {
     CT_ALG_TAKES_RADIX   = 1u << 2, /* uses ct_options.radix */
     CT_ALG_NATIVE        = 1u << 3, /* the MPI library's own collective */
     CT_ALG_HIERARCHICAL  = 1u << 4, /* node-aware: uses ct_options.intra / .inter */
-    CT_ALG_SHARED_MEMORY = 1u << 5  /* through the node's shared segment: every rank of
+    CT_ALG_SHARED_MEMORY = 1u << 5, /* through the node's shared segment: every rank of
                                        the communicator on one node (else refused) */
+    CT_ALG_ALL_COUNTS    = 1u << 6  /* gatherv / scatterv: every rank needs every count
+                                       (the call broadcasts the root's first) */
 };
 
 typedef struct ct_algorithm_info {

@@ -21,6 +21,17 @@ typedef struct ct_call {
     MPI_Request *request;   /* non-NULL: the non-blocking form (MPI_Ibcast, ...) */
 } ct_call;
 
+/* The per-rank arrays of the v-variants and reduce_scatter, as MPI gives them
+ * (NULL where the call has none or they are not significant on this rank):
+ * allgatherv and gatherv (root) recvcounts / rdispls; scatterv (root)
+ * sendcounts / sdispls; alltoallv all four; reduce_scatter recvcounts. The
+ * scalar sides (allgatherv's and gatherv's sendcount, scatterv's recvcount)
+ * stay in ct_call; reduce_scatter_block, scan and exscan need none of these. */
+typedef struct ct_vargs {
+    const int *sendcounts, *sdispls;
+    const int *recvcounts, *rdispls;
+} ct_vargs;
+
 /*
  * Runs c with the options' algorithm (NULL opts: native). On arguments
  * colltune rejects, the public API raises its own error (with a message); the
@@ -41,5 +52,16 @@ long long ct_call_bytes(const ct_call *c);
 /* The MPI library's own collective for c (through PMPI): the non-blocking one
  * when c->request is set. */
 int ct_call_native(const ct_call *c);
+
+/* The same three for any operation, with its arrays (v NULL: none). Where the
+ * ranks of a call cannot all know the same size (gatherv, scatterv, alltoallv:
+ * each rank sees only its own counts), ct_call_bytes_v says the rank's own
+ * block, and ct_call_same_size_v is 0: a size-keyed choice (the tuning table)
+ * could differ between ranks and must not be made. */
+int ct_call_run_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                  int native_on_reject, const char **ran);
+long long ct_call_bytes_v(const ct_call *c, const ct_vargs *v);
+int ct_call_same_size_v(ct_coll coll);
+int ct_call_native_v(const ct_call *c, const ct_vargs *v);
 
 #endif

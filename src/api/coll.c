@@ -84,6 +84,9 @@ void ct_job_free(ct_job *job)
     ct_workspace_free(&job->work);
     free(job->pack_src);
     free(job->pack_dst);
+    free(job->vcounts);
+    job->vcounts = NULL;
+    job->vcounts_len = 0;
     job->pack_src = job->pack_dst = NULL;
     job->pack_src_len = job->pack_dst_len = 0;
     job->have_key = 0;
@@ -511,7 +514,15 @@ static int refuse(reject *r, int cls, const char *fmt, ...)
 
 static int rooted(ct_coll c)
 {
-    return c == CT_BCAST || c == CT_REDUCE || c == CT_SCATTER || c == CT_GATHER;
+    return c == CT_BCAST || c == CT_REDUCE || c == CT_SCATTER || c == CT_GATHER ||
+           c == CT_GATHERV || c == CT_SCATTERV;
+}
+
+/* The operations that reduce: an op, one datatype, the executor on its elements. */
+static int reduces(ct_coll c)
+{
+    return c == CT_REDUCE || c == CT_ALLREDUCE || c == CT_REDUCE_SCATTER_BLOCK ||
+           c == CT_REDUCE_SCATTER || c == CT_SCAN || c == CT_EXSCAN;
 }
 
 /* Which (count, type) pairs this rank's call must have right. */
@@ -535,12 +546,72 @@ static void significant(const ct_call *c, int rank, int *send, int *recv)
         break;
     case CT_ALLGATHER:
     case CT_ALLTOALL:
+    case CT_ALLGATHERV:
+    case CT_ALLTOALLV:
         *send = c->sendbuf != MPI_IN_PLACE;
+        *recv = 1;
+        break;
+    case CT_SCATTERV:
+        *send = root;
+        *recv = !(root && c->recvbuf == MPI_IN_PLACE);
+        break;
+    case CT_GATHERV:
+        *send = !(root && c->sendbuf == MPI_IN_PLACE);
+        *recv = root;
+        break;
+    case CT_REDUCE_SCATTER_BLOCK:
+    case CT_REDUCE_SCATTER:
+    case CT_SCAN:
+    case CT_EXSCAN:
         *recv = 1;
         break;
     default:
         break;
     }
+}
+
+/* The v-variants' arrays: present where significant, no negative count or
+ * displacement (colltune's byte views start at the buffer; MPI allows negative
+ * displacements, which the library then serves). */
+static int check_vargs(const ct_call *c, const ct_vargs *v, int rank, int size, reject *r)
+{
+    static const char *const names[4] = {"sendcounts", "sdispls", "recvcounts", "rdispls"};
+    const char *cname = ct_coll_name(c->coll);
+    int send, recv;
+    significant(c, rank, &send, &recv);
+    /* Which arrays this rank's call must have right. */
+    int need[4] = {0, 0, 0, 0};
+    switch (c->coll) {
+    case CT_ALLGATHERV:
+    case CT_GATHERV:
+        need[2] = need[3] = recv;
+        break;
+    case CT_SCATTERV:
+        need[0] = need[1] = send;
+        break;
+    case CT_ALLTOALLV:
+        need[0] = need[1] = send;
+        need[2] = need[3] = 1;
+        break;
+    case CT_REDUCE_SCATTER:
+        need[2] = 1;
+        break;
+    default:
+        return MPI_SUCCESS;
+    }
+    const int *arrays[4] = {v ? v->sendcounts : NULL, v ? v->sdispls : NULL,
+                            v ? v->recvcounts : NULL, v ? v->rdispls : NULL};
+    for (int k = 0; k < 4; k++) {
+        if (!need[k])
+            continue;
+        if (!arrays[k])
+            return refuse(r, MPI_ERR_ARG, "%s: %s is NULL", cname, names[k]);
+        for (int i = 0; i < size; i++)
+            if (arrays[k][i] < 0)
+                return refuse(r, k % 2 ? MPI_ERR_ARG : MPI_ERR_COUNT, "%s: negative %s[%d] %d",
+                              cname, names[k], i, arrays[k][i]);
+    }
+    return MPI_SUCCESS;
 }
 
 /* Whether a datatype is committed and a predefined operation is defined for a datatype
@@ -612,7 +683,11 @@ static int check_args(const ct_call *c, int rank, int size, int inter, int *comm
             return refuse(r, MPI_ERR_BUFFER, "bcast: MPI_IN_PLACE is not allowed");
         break;
     case CT_REDUCE:
-    case CT_ALLREDUCE: {
+    case CT_ALLREDUCE:
+    case CT_REDUCE_SCATTER_BLOCK:
+    case CT_REDUCE_SCATTER:
+    case CT_SCAN:
+    case CT_EXSCAN: {
         int rc;
         if (c->op == MPI_OP_NULL)
             return refuse(r, MPI_ERR_OP, "%s: MPI_OP_NULL", cname);
@@ -625,14 +700,16 @@ static int check_args(const ct_call *c, int rank, int size, int inter, int *comm
         if (c->recvbuf == MPI_IN_PLACE)
             return refuse(r, MPI_ERR_BUFFER, "%s: MPI_IN_PLACE as receive buffer", cname);
         if (c->recvcount > 0 && c->sendbuf == c->recvbuf && c->recvbuf != NULL &&
-            (c->coll == CT_ALLREDUCE || root))
+            (c->coll != CT_REDUCE || root))
             return refuse(r, MPI_ERR_BUFFER,
                           "%s: send and receive buffers alias (use MPI_IN_PLACE)", cname);
         break;
     }
     case CT_SCATTER:
-    case CT_GATHER: {
-        int scatter = c->coll == CT_SCATTER;
+    case CT_GATHER:
+    case CT_SCATTERV:
+    case CT_GATHERV: {
+        int scatter = c->coll == CT_SCATTER || c->coll == CT_SCATTERV;
         const void *inplace_side = scatter ? c->recvbuf : c->sendbuf;
         const void *other_side = scatter ? c->sendbuf : c->recvbuf;
         if (other_side == MPI_IN_PLACE || (!root && inplace_side == MPI_IN_PLACE))
@@ -646,6 +723,8 @@ static int check_args(const ct_call *c, int rank, int size, int inter, int *comm
     }
     case CT_ALLGATHER:
     case CT_ALLTOALL:
+    case CT_ALLGATHERV:
+    case CT_ALLTOALLV:
         if (c->recvbuf == MPI_IN_PLACE)
             return refuse(r, MPI_ERR_BUFFER, "%s: MPI_IN_PLACE as receive buffer", cname);
         if (c->sendbuf != MPI_IN_PLACE && c->sendbuf == c->recvbuf && c->sendbuf != NULL &&
@@ -735,8 +814,43 @@ int ct_call_native(const ct_call *c)
                              c->recvtype, c->comm);
     case CT_BARRIER:
         return PMPI_Barrier(c->comm);
+    case CT_REDUCE_SCATTER_BLOCK:
+        return PMPI_Reduce_scatter_block(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype,
+                                         c->op, c->comm);
+    case CT_SCAN:
+        return PMPI_Scan(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype, c->op, c->comm);
+    case CT_EXSCAN:
+        return PMPI_Exscan(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype, c->op, c->comm);
     default:
-        return MPI_ERR_INTERN;
+        return MPI_ERR_INTERN; /* the v-variants: ct_call_native_v */
+    }
+}
+
+int ct_call_native_v(const ct_call *c, const ct_vargs *v)
+{
+    static const ct_vargs none = {NULL, NULL, NULL, NULL};
+    if (!v)
+        v = &none;
+    if (c->request)
+        return MPI_ERR_INTERN; /* no non-blocking v-variant goes through colltune yet */
+    switch (c->coll) {
+    case CT_ALLGATHERV:
+        return PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                               v->recvcounts, v->rdispls, c->recvtype, c->comm);
+    case CT_GATHERV:
+        return PMPI_Gatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf, v->recvcounts,
+                            v->rdispls, c->recvtype, c->root, c->comm);
+    case CT_SCATTERV:
+        return PMPI_Scatterv(c->sendbuf, v->sendcounts, v->sdispls, c->sendtype, c->recvbuf,
+                             c->recvcount, c->recvtype, c->root, c->comm);
+    case CT_ALLTOALLV:
+        return PMPI_Alltoallv(c->sendbuf, v->sendcounts, v->sdispls, c->sendtype, c->recvbuf,
+                              v->recvcounts, v->rdispls, c->recvtype, c->comm);
+    case CT_REDUCE_SCATTER:
+        return PMPI_Reduce_scatter(c->sendbuf, c->recvbuf, v->recvcounts, c->recvtype, c->op,
+                                   c->comm);
+    default:
+        return ct_call_native(c);
     }
 }
 
@@ -972,6 +1086,176 @@ static int setup_movement(const ct_call *c, comm_state *cs, ct_job *st, ct_param
     return prepare_schedule(cs, st, e, p);
 }
 
+/* The job's per-rank arrays: 4 * n entries (counts, displs, rcounts, rdispls). */
+static int grow_vcounts(ct_job *st, int n)
+{
+    size_t need = 4 * (size_t)n;
+    if (need <= st->vcounts_len)
+        return MPI_SUCCESS;
+    size_t *m = realloc(st->vcounts, need * sizeof *m);
+    if (!m)
+        return MPI_ERR_NO_MEM;
+    st->vcounts = m;
+    st->vcounts_len = need;
+    return MPI_SUCCESS;
+}
+
+/* Elements a buffer of blocks spans: the largest displacement + count of a
+ * non-empty block. */
+static long long span(const int *counts, const int *displs, int n)
+{
+    long long end = 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] > 0 && (long long)displs[i] + counts[i] > end)
+            end = (long long)displs[i] + counts[i];
+    return end;
+}
+
+/* The receive side as bytes, the gaps between blocks kept: the user's buffer when
+ * dense, else packed from it first (what the schedule does not write is unpacked
+ * back unchanged). */
+static int dst_view_kept(ct_job *st, void *buf, long long elems, MPI_Datatype t, size_t bytes,
+                         void **view, int *unpack_after)
+{
+    int rc = dst_view(st, buf, t, bytes, view, unpack_after);
+    if (rc == MPI_SUCCESS && *unpack_after && bytes)
+        rc = pack(buf, elems, t, *view, bytes);
+    return rc;
+}
+
+/* Allgatherv, gatherv, scatterv, alltoallv: blocks of bytes at byte displacements (a
+ * displacement of d elements is d * size bytes: in the user's buffer when the type is
+ * dense, in the packed one otherwise). all_counts: every rank gets the root's counts
+ * (CT_ALG_ALL_COUNTS). The arrays are the job's, so the schedule is never reused. */
+static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct_job *st,
+                            ct_params *p, const ct_registry_entry *e)
+{
+    int rank = p->rank, n = p->size, root = rank == c->root, rc, ssize = 0, rsize = 0;
+    int send, recv;
+    significant(c, rank, &send, &recv);
+    if (send && (rc = PMPI_Type_size(c->sendtype, &ssize)) != MPI_SUCCESS)
+        return rc;
+    if (recv && (rc = PMPI_Type_size(c->recvtype, &rsize)) != MPI_SUCCESS)
+        return rc;
+    if ((rc = grow_vcounts(st, n)) != MPI_SUCCESS)
+        return rc;
+    size_t *cnt = st->vcounts, *dsp = cnt + n, *rcnt = dsp + n, *rdsp = rcnt + n;
+    memset(cnt, 0, 4 * (size_t)n * sizeof *cnt);
+    ct_exec_ctx x;
+    byte_ctx(&x);
+    int unpack_after = 0;
+    long long out_count = 0; /* elements of recvtype to unpack */
+    size_t out_bytes = 0;
+    p->count = 0;
+    p->counts = cnt;
+    p->displs = dsp;
+    p->in_place = 0;
+    switch (c->coll) {
+    case CT_ALLGATHERV:
+    case CT_GATHERV: {
+        p->in_place = c->sendbuf == MPI_IN_PLACE;
+        if (recv)
+            for (int i = 0; i < n; i++) {
+                cnt[i] = (size_t)v->recvcounts[i] * (size_t)rsize;
+                dsp[i] = (size_t)v->rdispls[i] * (size_t)rsize;
+            }
+        else
+            cnt[rank] = (size_t)c->sendcount * (size_t)ssize;
+        if (!p->in_place &&
+            (rc = src_view(st, c->sendbuf, c->sendcount, c->sendtype,
+                           (size_t)c->sendcount * (size_t)ssize, &x.src)) != MPI_SUCCESS)
+            return rc;
+        if (recv) {
+            out_count = span(v->recvcounts, v->rdispls, n);
+            out_bytes = (size_t)out_count * (size_t)rsize;
+            if ((rc = dst_view_kept(st, c->recvbuf, out_count, c->recvtype, out_bytes, &x.dst,
+                                    &unpack_after)) != MPI_SUCCESS)
+                return rc;
+        }
+        break;
+    }
+    case CT_SCATTERV: {
+        p->in_place = root && c->recvbuf == MPI_IN_PLACE;
+        if (send) {
+            for (int i = 0; i < n; i++) {
+                cnt[i] = (size_t)v->sendcounts[i] * (size_t)ssize;
+                dsp[i] = (size_t)v->sdispls[i] * (size_t)ssize;
+            }
+            long long in = span(v->sendcounts, v->sdispls, n);
+            if ((rc = src_view(st, c->sendbuf, in, c->sendtype, (size_t)in * (size_t)ssize,
+                               &x.src)) != MPI_SUCCESS)
+                return rc;
+        } else {
+            cnt[rank] = (size_t)c->recvcount * (size_t)rsize;
+        }
+        if (recv) {
+            out_count = c->recvcount;
+            out_bytes = (size_t)out_count * (size_t)rsize;
+            if ((rc = dst_view(st, c->recvbuf, c->recvtype, out_bytes, &x.dst, &unpack_after)) !=
+                MPI_SUCCESS)
+                return rc;
+        }
+        break;
+    }
+    case CT_ALLTOALLV: {
+        p->rcounts = rcnt;
+        p->rdispls = rdsp;
+        for (int i = 0; i < n; i++) {
+            rcnt[i] = (size_t)v->recvcounts[i] * (size_t)rsize;
+            rdsp[i] = (size_t)v->rdispls[i] * (size_t)rsize;
+        }
+        out_count = span(v->recvcounts, v->rdispls, n);
+        out_bytes = (size_t)out_count * (size_t)rsize;
+        if (c->sendbuf == MPI_IN_PLACE) {
+            /* The input is the receive side, overwritten as results arrive: a copy. */
+            memcpy(cnt, rcnt, 2 * (size_t)n * sizeof *cnt);
+            if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, out_bytes ? out_bytes : 1)) !=
+                    MPI_SUCCESS ||
+                (out_bytes && (rc = pack(c->recvbuf, out_count, c->recvtype, st->pack_src,
+                                         out_bytes)) != MPI_SUCCESS))
+                return rc;
+            x.src = st->pack_src;
+        } else {
+            for (int i = 0; i < n; i++) {
+                cnt[i] = (size_t)v->sendcounts[i] * (size_t)ssize;
+                dsp[i] = (size_t)v->sdispls[i] * (size_t)ssize;
+            }
+            long long in = span(v->sendcounts, v->sdispls, n);
+            if ((rc = src_view(st, c->sendbuf, in, c->sendtype, (size_t)in * (size_t)ssize,
+                               &x.src)) != MPI_SUCCESS)
+                return rc;
+        }
+        if ((rc = dst_view_kept(st, c->recvbuf, out_count, c->recvtype, out_bytes, &x.dst,
+                                &unpack_after)) != MPI_SUCCESS)
+            return rc;
+        break;
+    }
+    default:
+        return MPI_ERR_INTERN;
+    }
+    if (e->info.flags & CT_ALG_ALL_COUNTS) {
+        /* The subtrees' blocks travel packed: every rank needs every count. */
+        if ((rc = PMPI_Bcast(cnt, n * (int)sizeof *cnt, MPI_BYTE, c->root, cs->priv)) !=
+            MPI_SUCCESS)
+            return rc;
+    }
+    st->empty = ct_call_empty(p) && !st->segment;
+    if (st->empty) {
+        /* A rank may have nothing to move where others have (a v-variant's counts are
+         * per rank): its tag count moves on all the same, to stay in step with theirs. */
+        cs->seq++;
+        return MPI_SUCCESS;
+    }
+    st->x = x;
+    st->unpack_after = unpack_after;
+    st->unpack_to = c->recvbuf;
+    st->unpack_count = out_count;
+    st->unpack_type = c->recvtype;
+    st->unpack_bytes = out_bytes;
+    st->have_key = 0; /* the arrays change in place from call to call */
+    return prepare_schedule(cs, st, e, p);
+}
+
 int ct_job_finish(ct_job *job)
 {
     if (job->empty || !job->unpack_after)
@@ -1000,9 +1284,96 @@ long long ct_call_bytes(const ct_call *c)
     return (long long)count * tsize;
 }
 
+int ct_call_same_size_v(ct_coll coll)
+{
+    return coll != CT_GATHERV && coll != CT_SCATTERV && coll != CT_ALLTOALLV;
+}
 
-int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reject,
-                    ct_job *job, int *go, const char **ran)
+long long ct_call_bytes_v(const ct_call *c, const ct_vargs *v)
+{
+    int rank = 0, size = 1, tsize = 0;
+    if (c->coll != CT_ALLGATHERV && c->coll != CT_GATHERV && c->coll != CT_SCATTERV &&
+        c->coll != CT_ALLTOALLV && c->coll != CT_REDUCE_SCATTER)
+        return ct_call_bytes(c);
+    if (c->comm != MPI_COMM_NULL) {
+        PMPI_Comm_rank(c->comm, &rank);
+        PMPI_Comm_size(c->comm, &size);
+    }
+    int root = rank == c->root;
+    if (c->coll == CT_ALLGATHERV || c->coll == CT_REDUCE_SCATTER) {
+        /* Every rank has every count: the average block, the same on all. */
+        if (!v || !v->recvcounts || c->recvtype == MPI_DATATYPE_NULL ||
+            PMPI_Type_size(c->recvtype, &tsize) != MPI_SUCCESS)
+            return -1;
+        long long total = 0;
+        for (int i = 0; i < size; i++)
+            total += v->recvcounts[i];
+        return total * tsize / size;
+    }
+    /* Only the rank's own block is known to it. */
+    MPI_Datatype t;
+    long long count;
+    if (c->coll == CT_GATHERV || (c->coll == CT_SCATTERV && root && c->recvbuf == MPI_IN_PLACE)) {
+        t = c->sendtype;
+        count = c->coll == CT_GATHERV ? c->sendcount
+                                      : (v && v->sendcounts ? v->sendcounts[rank] : -1);
+        if (c->coll == CT_GATHERV && root && c->sendbuf == MPI_IN_PLACE) {
+            t = c->recvtype;
+            count = v && v->recvcounts ? v->recvcounts[rank] : -1;
+        }
+    } else if (c->coll == CT_SCATTERV) {
+        t = c->recvtype;
+        count = c->recvcount;
+    } else { /* alltoallv: what it receives from itself */
+        t = c->recvtype;
+        count = v && v->recvcounts ? v->recvcounts[rank] : -1;
+    }
+    if (count < 0 || t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &tsize) != MPI_SUCCESS)
+        return -1;
+    return count * tsize;
+}
+
+
+/* Reduce_scatter(_block), scan, exscan: the executor on the call's datatype (element i
+ * at i * extent), as reduce and allreduce. reduce_scatter's blocks lie back to back:
+ * their displacements are the counts' prefix sums. */
+static int setup_reduction_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct_job *job,
+                             ct_params *p, const ct_registry_entry *e, const ct_exec_ctx *x)
+{
+    int n = p->size, rc;
+    size_t total = 0;
+    p->count = (size_t)c->recvcount;
+    if (c->coll == CT_REDUCE_SCATTER) {
+        if ((rc = grow_vcounts(job, n)) != MPI_SUCCESS)
+            return rc;
+        size_t *cnt = job->vcounts, *dsp = cnt + n;
+        for (int i = 0; i < n; i++) {
+            cnt[i] = (size_t)v->recvcounts[i];
+            dsp[i] = total;
+            total += cnt[i];
+        }
+        p->count = 0;
+        p->counts = cnt;
+        p->displs = dsp;
+        job->have_key = 0; /* the arrays change in place from call to call */
+    } else {
+        total = p->count;
+    }
+    job->empty = total == 0 || x->type_size == 0;
+    if (job->empty)
+        return MPI_SUCCESS;
+    p->type_size = x->type_size;
+    p->segcount = 0;
+    p->in_place = c->sendbuf == MPI_IN_PLACE;
+    job->x = *x;
+    job->x.src = p->in_place ? c->recvbuf : (void *)c->sendbuf;
+    job->x.dst = c->recvbuf;
+    job->x.op = c->op;
+    return prepare_schedule(cs, job, e, p);
+}
+
+static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                        int native_on_reject, ct_job *job, int *go, const char **ran)
 {
     const char *cname = ct_coll_name(c->coll);
     int size, rank, inter, rc, commutative = 1;
@@ -1011,21 +1382,22 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     *go = 0;
     if (c->comm == MPI_COMM_NULL) {
         if (native_on_reject)
-            return ct_call_native(c);
+            return ct_call_native_v(c, v);
         return ct_raise_error(MPI_COMM_NULL, MPI_ERR_COMM, "%s on MPI_COMM_NULL", cname);
     }
     if ((rc = PMPI_Comm_test_inter(c->comm, &inter)) != MPI_SUCCESS)
-        return native_on_reject ? ct_call_native(c) : rc;
+        return native_on_reject ? ct_call_native_v(c, v) : rc;
     PMPI_Comm_size(c->comm, &size);
     PMPI_Comm_rank(c->comm, &rank);
-    if (check_args(c, rank, size, inter, &commutative, &why) != MPI_SUCCESS)
-        return native_on_reject ? ct_call_native(c) : raise_message(c->comm, why.cls, why.msg);
+    if (check_args(c, rank, size, inter, &commutative, &why) != MPI_SUCCESS ||
+        (!inter && check_vargs(c, v, rank, size, &why) != MPI_SUCCESS))
+        return native_on_reject ? ct_call_native_v(c, v) : raise_message(c->comm, why.cls, why.msg);
 
     const char *alg = (opts && opts->algorithm && opts->algorithm[0]) ? opts->algorithm : NULL;
     ct_options tuned;
     ct_table_choice choice;
-    if (!alg && ct_table_loaded() &&
-        ct_table_lookup(c->coll, size, ct_call_bytes(c), &choice) == 0) {
+    if (!alg && ct_table_loaded() && ct_call_same_size_v(c->coll) &&
+        ct_table_lookup(c->coll, size, ct_call_bytes_v(c, v), &choice) == 0) {
         /* No algorithm asked for: the loaded tuning table's choice (COLLTUNE_TABLE, or
          * ct_table_use). */
         if (opts)
@@ -1063,9 +1435,9 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
                    "choose parts that keep rank order", cname, intra, inter_part);
     }
     if (why.cls != MPI_SUCCESS)
-        return native_on_reject ? ct_call_native(c) : raise_message(c->comm, why.cls, why.msg);
+        return native_on_reject ? ct_call_native_v(c, v) : raise_message(c->comm, why.cls, why.msg);
     if ((e->info.flags & CT_ALG_NATIVE) || inter)
-        return ct_call_native(c); /* inter-communicators are MPI's business */
+        return ct_call_native_v(c, v); /* inter-communicators are MPI's business */
 
     ct_params p;
     memset(&p, 0, sizeof p);
@@ -1080,10 +1452,10 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
 
     comm_state *st = NULL;
     ct_exec_ctx x;
-    if (c->coll == CT_BCAST || c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE) {
+    if (c->coll == CT_BCAST || reduces(c->coll)) {
         memset(&x, 0, sizeof x);
         if ((rc = ct_exec_describe_type(&x, c->recvtype)) != MPI_SUCCESS)
-            return native_on_reject ? ct_call_native(c)
+            return native_on_reject ? ct_call_native_v(c, v)
                                     : ct_raise_error(c->comm, rc, "%s: invalid datatype", cname);
     }
     if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
@@ -1095,7 +1467,7 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
                                   e->info.name);
         if (st->shm.state < 0)
             return native_on_reject
-                       ? ct_call_native(c)
+                       ? ct_call_native_v(c, v)
                        : ct_raise_error(c->comm, MPI_ERR_ARG,
                                         "%s algorithm '%s' needs every rank of the "
                                         "communicator on one node",
@@ -1119,7 +1491,7 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
         if (part_flags & CT_ALG_SHARED_MEMORY) {
             if (order_lost)
                 return native_on_reject
-                           ? ct_call_native(c)
+                           ? ct_call_native_v(c, v)
                            : ct_raise_error(c->comm, MPI_ERR_OP,
                                             "%s/hier with the shm intra part needs a "
                                             "commutative operation when nodes interleave ranks",
@@ -1130,7 +1502,7 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
                                       "segments", cname);
             if (st->node_shm.state < 0)
                 return native_on_reject
-                           ? ct_call_native(c)
+                           ? ct_call_native_v(c, v)
                            : ct_raise_error(c->comm, MPI_ERR_ARG,
                                             "%s/hier: the shm intra part needs the ranks of "
                                             "each node to share memory", cname);
@@ -1144,7 +1516,10 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     job->empty = 0;
     job->unpack_after = 0;
     *ran = e->info.name;
-    if (c->coll == CT_BCAST || c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE) {
+    if (c->coll == CT_REDUCE_SCATTER_BLOCK || c->coll == CT_REDUCE_SCATTER ||
+        c->coll == CT_SCAN || c->coll == CT_EXSCAN) {
+        rc = setup_reduction_v(c, v, st, job, &p, e, &x);
+    } else if (c->coll == CT_BCAST || c->coll == CT_REDUCE || c->coll == CT_ALLREDUCE) {
         job->empty = (c->recvcount == 0 || x.type_size == 0) &&
                      !segment; /* on the flags all the same */
         if (!job->empty) {
@@ -1167,7 +1542,8 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
     } else {
         p.type_size = 1;
         p.segcount = seg_ok ? ct_segcount_for(seg, 1) : 0;
-        rc = setup_movement(c, st, job, &p, e);
+        rc = ct_coll_is_v(c->coll) ? setup_movement_v(c, v, st, job, &p, e)
+                                   : setup_movement(c, st, job, &p, e);
     }
     if (rc != MPI_SUCCESS)
         return ct_raise_error(c->comm, rc, "%s/%s: failed (%s)", cname, e->info.name,
@@ -1176,6 +1552,12 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
                                                   : "MPI error");
     *go = 1;
     return MPI_SUCCESS;
+}
+
+int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reject,
+                    ct_job *job, int *go, const char **ran)
+{
+    return call_prepare(c, NULL, opts, native_on_reject, job, go, ran);
 }
 
 /* ---- The fast path of blocking calls ---------------------------------------- */
@@ -1289,6 +1671,22 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
     return rc;
 }
 
+int ct_call_run_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                  int native_on_reject, const char **ran)
+{
+    int go, rc;
+    comm_state *st;
+    if (!v)
+        return ct_call_run(c, opts, native_on_reject, ran);
+    rc = call_prepare(c, v, opts, native_on_reject, NULL, &go, ran);
+    if (!go)
+        return rc;
+    if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
+        return rc;
+    st->fast_ok = 0; /* the job now holds this call */
+    return run_job(c, st);
+}
+
 /* ---- Public entry points ------------------------------------------------ */
 
 static int run_public(const ct_call *c, const ct_options *opts)
@@ -1356,6 +1754,86 @@ int ct_barrier(MPI_Comm comm, const ct_options *opts)
 {
     ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
                  MPI_OP_NULL, 0,    comm, NULL};
+    return run_public(&c, opts);
+}
+
+static int run_public_v(const ct_call *c, const ct_vargs *v, const ct_options *opts)
+{
+    const char *ran;
+    return ct_call_run_v(c, v, opts, 0, &ran);
+}
+
+int ct_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                  MPI_Comm comm, const ct_options *opts)
+{
+    ct_call c = {CT_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype,
+                 MPI_OP_NULL,   0,       comm,      NULL};
+    ct_vargs v = {NULL, NULL, recvcounts, displs};
+    return run_public_v(&c, &v, opts);
+}
+
+int ct_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                 const ct_options *opts)
+{
+    ct_call c = {CT_ALLTOALLV, sendbuf, 0, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, 0, comm,
+                 NULL};
+    ct_vargs v = {sendcounts, sdispls, recvcounts, rdispls};
+    return run_public_v(&c, &v, opts);
+}
+
+int ct_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+               const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+               MPI_Comm comm, const ct_options *opts)
+{
+    ct_call c = {CT_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype,
+                 MPI_OP_NULL, root,   comm,      NULL};
+    ct_vargs v = {NULL, NULL, recvcounts, displs};
+    return run_public_v(&c, &v, opts);
+}
+
+int ct_scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                int root, MPI_Comm comm, const ct_options *opts)
+{
+    ct_call c = {CT_SCATTERV, sendbuf, 0, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, root,    comm, NULL};
+    ct_vargs v = {sendcounts, displs, NULL, NULL};
+    return run_public_v(&c, &v, opts);
+}
+
+int ct_reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                            MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                            const ct_options *opts)
+{
+    ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
+                 datatype, op, 0, comm, NULL};
+    return run_public(&c, opts);
+}
+
+int ct_reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                      MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const ct_options *opts)
+{
+    ct_call c = {CT_REDUCE_SCATTER, sendbuf, 0, datatype, recvbuf, 0, datatype, op, 0, comm,
+                 NULL};
+    ct_vargs v = {NULL, NULL, recvcounts, NULL};
+    return run_public_v(&c, &v, opts);
+}
+
+int ct_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+            MPI_Comm comm, const ct_options *opts)
+{
+    ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, NULL};
+    return run_public(&c, opts);
+}
+
+int ct_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm, const ct_options *opts)
+{
+    ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 NULL};
     return run_public(&c, opts);
 }
 

@@ -38,6 +38,10 @@ typedef struct ct_job {
     int have_key;
     const ct_registry_entry *key_alg;
     ct_params key_params;
+    /* The v-variants' and reduce_scatter's per-rank counts and displacements in the
+     * schedule's elements (ct_params.counts ...): 4 * N entries. */
+    size_t *vcounts;
+    size_t vcounts_len;
 } ct_job;
 
 /* Checks c and prepares *job for it (a fresh job: zero it first and init its

@@ -72,13 +72,17 @@ CT_GENERATOR(ct_gatherv_linear);
 CT_GENERATOR(ct_gatherv_binomial);
 CT_GENERATOR(ct_scatterv_linear);
 CT_GENERATOR(ct_scatterv_binomial);
-/* reduce_scatter and reduce_scatter_block share their generators. */
 CT_GENERATOR(ct_reduce_scatter_ring);
 CT_GENERATOR(ct_reduce_scatter_pairwise);
 CT_GENERATOR(ct_reduce_scatter_recursive_halving);
+CT_GENERATOR(ct_reduce_scatter_block_ring);
+CT_GENERATOR(ct_reduce_scatter_block_pairwise);
+CT_GENERATOR(ct_reduce_scatter_block_recursive_halving);
 CT_GENERATOR(ct_scan_linear);
 CT_GENERATOR(ct_scan_recursive_doubling);
 CT_GENERATOR(ct_exscan_linear);
 CT_GENERATOR(ct_exscan_recursive_doubling);
+/* The exchanges of both recursive-doubling scans (scan_recursive_doubling.c). */
+int ct_scan_doubling(const ct_params *p, ct_sched *s, int exclusive);
 
 #endif

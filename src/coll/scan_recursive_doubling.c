@@ -1,11 +1,11 @@
-/* Scan and exscan by recursive doubling (as MPICH): at distance 1, 2, 4, ...
+/* Scan by recursive doubling (as MPICH): at distance 1, 2, 4, ...
  * each rank swaps its partial (the reduction of its aligned group so far) with
  * the partner r ^ d; a higher rank folds the lower group's partial into its
- * result. ceil(log2 N) latencies; rank order is kept (lower groups always on
+ * result (exscan_recursive_doubling.c runs the same exchanges). ceil(log2 N) latencies; rank order is kept (lower groups always on
  * the left), so any operation works. */
 #include "algorithms.h"
 
-static int scan_doubling(const ct_params *p, ct_sched *s, int exclusive)
+int ct_scan_doubling(const ct_params *p, ct_sched *s, int exclusive)
 {
     int n = p->size, r = p->rank;
     size_t count = p->count;
@@ -40,9 +40,7 @@ static int scan_doubling(const ct_params *p, ct_sched *s, int exclusive)
     return s->error ? -1 : 0;
 }
 
-int ct_scan_recursive_doubling(const ct_params *p, ct_sched *s) { return scan_doubling(p, s, 0); }
-
-int ct_exscan_recursive_doubling(const ct_params *p, ct_sched *s)
+int ct_scan_recursive_doubling(const ct_params *p, ct_sched *s)
 {
-    return scan_doubling(p, s, 1);
+    return ct_scan_doubling(p, s, 0);
 }
