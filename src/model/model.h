@@ -160,4 +160,9 @@ double ct_contention_factor(const ct_cost_table *costs, double m, double c);
  * tests and the split-tree model). */
 double ct_cost_at(const ct_cost_table *costs, const double *column, double m);
 
+/* How long a message of m bytes between nodes holds its sending node's link: its gap
+ * g(m), or m times the per-byte gap of the table's largest point (LogGP's G, the
+ * link's sustained rate) when that is longer. */
+double ct_link_occupancy(const ct_cost_table *costs, double m);
+
 #endif
