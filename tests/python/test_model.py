@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from colltune.model.validate import segment_sizes, summarize
+from colltune.model.validate import algorithms_of, discordant_pairs, holds, segment_sizes, summarize
 
 SYNTHETIC = Path(__file__).parent / "fixtures" / "p2p_synthetic.json"
 G, T = 2.0, 10.0
@@ -84,6 +84,35 @@ def test_summary_ratio_and_ranking():
     assert s["same_ranking"]
     assert segment_sizes(128 * 1024) == [1024 << i for i in range(8)]
     assert segment_sizes(3000) == [1024, 2048, 3000]
+
+
+def _alg(measured: float, predicted: float, ratio: float = 1.0) -> dict:
+    return {"measured_best_us": measured, "predicted_best_us": predicted, "ratio": ratio}
+
+
+def test_discordant_pairs_only_beyond_ten_percent():
+    # a and b 5% apart and swapped by the model: noise, not a ranking error; c is 50%
+    # slower than a as measured but predicted fastest: a ranking error against a and b
+    per_alg = {"a": _alg(100, 20), "b": _alg(105, 10), "c": _alg(150, 5)}
+    assert discordant_pairs(per_alg) == [["a", "c"], ["b", "c"]]
+    s = {"algorithms": per_alg, "discordant": discordant_pairs(per_alg)}
+    assert not holds(s)
+    per_alg["c"]["predicted_best_us"] = 30
+    s = {"algorithms": per_alg, "discordant": discordant_pairs(per_alg)}
+    assert s["discordant"] == [] and holds(s)
+    per_alg["b"]["ratio"] = 1.11  # the model's segment 11% off the best: fails the must-show
+    assert not holds(s)
+    rows = [{"algorithm": "x", "segsize": 1024, "measured_us": 10.0, "predicted_us": 5.0},
+            {"algorithm": "y", "segsize": 1024, "measured_us": 20.0, "predicted_us": 4.0}]
+    out = summarize(rows, ["x", "y"])
+    assert out["discordant"] == [["x", "y"]] and out["worst_ratio"] == 1.0
+
+
+def test_allreduce_validates_its_own_algorithms():
+    assert algorithms_of("allreduce", None) == ["reduce_bcast", "recursive_doubling", "ring",
+                                                "rabenseifner"]
+    assert algorithms_of("reduce", None) == ["linear", "chain", "binary", "binomial"]
+    assert algorithms_of("bcast", ["chain"]) == ["chain"]
 
 
 def test_validate_model_end_to_end(env, tmp_path):

