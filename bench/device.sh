@@ -21,6 +21,14 @@
 #   bench/device.sh OUTDIR cholesky [RANKS [NB [N...]]]  bench/cholesky_compare.sh with
 #                                                   OpenBLAS and StarPU-MPI unpacked from
 #                                                   .whl/deb/chol (bench/fetch-device-debs.sh)
+#   bench/device.sh OUTDIR issue21 [NRANKS [STEP...]]  issue 21's figures at NRANKS (16) with
+#                                                   MPICH, resumable: p2p (with concurrent
+#                                                   pairs), validate-model of bcast, reduce,
+#                                                   allreduce, scatter, gather at 64K, 1M, 4M
+#                                                   (one file per op), the strategies side by
+#                                                   side over the eight ops at the default
+#                                                   sizes (bench/strategies_study.py):
+#                                                   OUTDIR/issue21.tgz
 #   bench/device.sh OUTDIR tune [NRANKS [STEP...]]  issue 8's figures, resumable: the paper's
 #                                                   table 2 cases (8 ranks) per strategy, the
 #                                                   grid at NRANKS (16) per strategy and MPI,
@@ -104,6 +112,53 @@ model)
             -o "$work/validate-$mpi.json" --plots "$work/plots-$mpi" ${VALIDATE_ARGS:-} 2>&1 \
             | grep -v '\[#*\.*\]' | tee "$work/validate-$mpi.log"
         tar czf "$out/model.tgz" -C "$work" .
+    done
+    ;;
+issue21)
+    # Steps (default all, in order; each resumes what an earlier call left in $work):
+    #   p2p         colltune p2p (full; concurrent pairs up to 8 on 16 cores)
+    #   validate    colltune validate-model at NRANKS, one op at a time (an op whose JSON
+    #               is complete is skipped)
+    #   strategies  bench/strategies_study.py at NRANKS (resumes by its own JSON)
+    work=${ISSUE21_DIR:-/tmp/colltune-device-issue21}
+    n=${1:-16}
+    shift || true
+    steps=("$@")
+    [ ${#steps[@]} -gt 0 ] || steps=(p2p validate strategies)
+    mkdir -p "$work"
+    { date -u; uname -a; lscpu; } >"$work/machine.txt" 2>&1
+    build_mpi mpich >"$work/build-mpich.log" 2>&1
+    for step in "${steps[@]}"; do
+        case $step in
+        p2p)
+            [ -s "$work/p2p.json" ] || { log "p2p"; COLLTUNE_MPI=mpich colltune p2p \
+                -o "$work/p2p.json" --no-record 2>&1 | grep -v '\[#*\.*\]' \
+                | tee "$work/p2p.log"; }
+            ;;
+        validate)
+            for op in bcast reduce allreduce scatter gather; do
+                f=$work/validate-$op.json
+                if [ -s "$f" ] && grep -q '"complete": true' "$f"; then continue; fi
+                log "validate-model $op at $n ranks"
+                COLLTUNE_MPI=mpich colltune validate-model --p2p "$work/p2p.json" \
+                    --ranks "$n" --ops "$op" --sizes ${VALIDATE_SIZES:-64K,1M,4M} \
+                    --smallest-segment 4K --iters "${VALIDATE_ITERS:-10}" --no-record \
+                    -o "$f" --plots "$work/plots" 2>&1 | grep -v '\[#*\.*\]' \
+                    | tee "$work/validate-$op.log"
+                tar czf "$out/issue21.tgz" -C "$work" .
+            done
+            ;;
+        strategies)
+            log "strategies side by side at $n ranks"
+            COLLTUNE_MPI=mpich PYTHONPATH=python "${PYTHON:-python3}" \
+                bench/strategies_study.py --ranks "$n" --p2p "$work/p2p.json" \
+                --iters "${STUDY_ITERS:-10}" --sizes "${STUDY_SIZES:-8,16,32,64,128,256,512,1K,2K,4K,8K,16K,32K,64K,128K,256K,512K,1M,2M,4M}" \
+                -o "$work/strategies.json" --markdown "$work/strategies.md" 2>&1 \
+                | tee -a "$work/strategies.log"
+            ;;
+        *) echo "unknown issue21 step '$step' (p2p, validate, strategies)" >&2; exit 2 ;;
+        esac
+        tar czf "$out/issue21.tgz" -C "$work" .
     done
     ;;
 tune)
