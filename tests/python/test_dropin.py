@@ -36,7 +36,8 @@ def _registry() -> list[dict]:
 
 
 REGISTRY = _registry()
-FORCED = [(a["coll"], a["name"]) for a in REGISTRY if not a["native"]]
+# The eight operations plain_collectives calls (the others: test_dropin_v.py).
+FORCED = [(a["coll"], a["name"]) for a in REGISTRY if not a["native"] and a["coll"] in OPS]
 SEGMENTABLE = {(a["coll"], a["name"]) for a in REGISTRY if a["segmentable"]}
 
 
@@ -100,7 +101,7 @@ def ok(p: subprocess.CompletedProcess, what) -> None:
 
 
 def test_registry_has_every_operation(build):
-    assert {a["coll"] for a in build.registry()} == set(OPS)
+    assert set(OPS) <= {a["coll"] for a in build.registry()}
     assert {op for op, _ in FORCED} == set(OPS), "every operation has colltune algorithms"
 
 

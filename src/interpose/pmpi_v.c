@@ -1,0 +1,466 @@
+/*
+ * The drop-in's v-variants, reduce-scatters and scans (issue 22): MPI_Allgatherv,
+ * MPI_Alltoallv, MPI_Gatherv, MPI_Scatterv, MPI_Reduce_scatter_block,
+ * MPI_Reduce_scatter, MPI_Scan and MPI_Exscan, and their _c large-count forms
+ * where the MPI has them, defined over PMPI like the eight in pmpi.c.
+ *
+ * The choice, per call: COLLTUNE_<OP>_ALGORITHM (the operation's name in
+ * capitals: COLLTUNE_REDUCE_SCATTER_BLOCK_ALGORITHM, ...) forces an algorithm;
+ * else the loaded tuning table (COLLTUNE_TABLE), only for the operations whose
+ * size every rank knows alike (allgatherv and reduce_scatter: the average
+ * block; reduce_scatter_block, scan, exscan: the vector). Gatherv, scatterv and
+ * alltoallv see only their own counts on most ranks: a size-keyed choice could
+ * differ between ranks and deadlock, so they run native unless forced. A
+ * commutative-only algorithm given a non-commutative op, arguments colltune
+ * does not take (negative displacements, ...) and inter-communicators go to the
+ * library; the monitor counts those native calls. COLLTUNE_LOG=debug logs each
+ * call as pmpi.c does.
+ *
+ * The _c forms take the int path when every count and displacement fits in
+ * an int, else go to the library's _c function (counted native).
+ */
+#include <limits.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/call.h"
+#include "monitor/monitor.h"
+#include "tune/table.h"
+
+static const ct_coll v_ops[] = {CT_ALLGATHERV, CT_ALLTOALLV, CT_GATHERV, CT_SCATTERV,
+                                CT_REDUCE_SCATTER_BLOCK, CT_REDUCE_SCATTER, CT_SCAN,
+                                CT_EXSCAN};
+#define NV ((int)(sizeof v_ops / sizeof v_ops[0]))
+
+static pthread_once_t env_once = PTHREAD_ONCE_INIT;
+static struct {
+    const char *algorithm; /* NULL: not forced */
+    int invalid;           /* not in the registry */
+} forced[CT_NCOLL];
+static int log_debug;
+static char upper[CT_NCOLL][32]; /* "REDUCE_SCATTER_BLOCK", ... */
+
+static void read_env(void)
+{
+    for (int i = 0; i < NV; i++) {
+        char var[80], *up = upper[v_ops[i]];
+        const char *n = ct_coll_name(v_ops[i]);
+        size_t k = 0;
+        for (; n[k] && k < sizeof upper[0] - 1; k++)
+            up[k] = (char)(n[k] >= 'a' && n[k] <= 'z' ? n[k] - 'a' + 'A' : n[k]);
+        up[k] = '\0';
+        snprintf(var, sizeof var, "COLLTUNE_%s_ALGORITHM", up);
+        const char *v = getenv(var);
+        if (v && *v) {
+            forced[v_ops[i]].algorithm = v;
+            forced[v_ops[i]].invalid = ct_algorithm_find(v_ops[i], v) == NULL;
+        }
+    }
+    const char *log = getenv("COLLTUNE_LOG");
+    log_debug = log && strcmp(log, "debug") == 0;
+    /* pmpi.c loads the table on its first call; a program whose first collective is one
+     * of these loads it here (pmpi.c says what is wrong with a bad one). */
+    const char *table = getenv("COLLTUNE_TABLE");
+    char why[512];
+    if (table && *table && !ct_table_loaded())
+        (void)ct_table_load(table, why, sizeof why);
+}
+
+/* "Allgatherv", ... as in the MPI function names. */
+static const char *mpi_name(ct_coll coll)
+{
+    switch (coll) {
+    case CT_ALLGATHERV:
+        return "Allgatherv";
+    case CT_ALLTOALLV:
+        return "Alltoallv";
+    case CT_GATHERV:
+        return "Gatherv";
+    case CT_SCATTERV:
+        return "Scatterv";
+    case CT_REDUCE_SCATTER_BLOCK:
+        return "Reduce_scatter_block";
+    case CT_REDUCE_SCATTER:
+        return "Reduce_scatter";
+    case CT_SCAN:
+        return "Scan";
+    default:
+        return "Exscan";
+    }
+}
+
+/* A forced name the registry does not know: said once per operation, raised as
+ * MPI_ERR_ARG on every call (the program asked for something that does not exist). */
+static int unknown_algorithm(ct_coll coll, MPI_Comm comm)
+{
+    static int said[CT_NCOLL];
+    if (!__atomic_exchange_n(&said[coll], 1, __ATOMIC_RELAXED)) {
+        char names[512];
+        size_t used = 0;
+        names[0] = '\0';
+        for (int i = 0; i < ct_algorithm_count() && used < sizeof names; i++) {
+            const ct_algorithm_info *a = ct_algorithm_get(i);
+            if (a->coll == coll)
+                used += (size_t)snprintf(names + used, sizeof names - used, "%s%s",
+                                         used ? ", " : "", a->name);
+        }
+        fprintf(stderr, "colltune: COLLTUNE_%s_ALGORITHM='%s' is not a%s %s algorithm; valid: %s\n",
+                upper[coll], forced[coll].algorithm,
+                strchr("aeiou", ct_coll_name(coll)[0]) ? "n" : "", ct_coll_name(coll), names);
+    }
+    MPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, MPI_ERR_ARG);
+    return MPI_ERR_ARG;
+}
+
+/* Fills opts; 0 to run colltune, 1 for native; a bad environment sets *err. */
+static int choose_v(const ct_call *c, long long bytes, ct_options *opts, int *err)
+{
+    ct_coll coll = c->coll;
+    pthread_once(&env_once, read_env);
+    ct_options_init(opts);
+    *err = MPI_SUCCESS;
+    if (forced[coll].algorithm) {
+        if (forced[coll].invalid) {
+            *err = unknown_algorithm(coll, c->comm);
+            return 1;
+        }
+        opts->algorithm = forced[coll].algorithm;
+        const ct_algorithm_info *info = ct_algorithm_find(coll, opts->algorithm);
+        int commutative = 1;
+        if (info && (info->flags & CT_ALG_NEEDS_COMMUTE) && c->op != MPI_OP_NULL &&
+            PMPI_Op_commutative(c->op, &commutative) == MPI_SUCCESS && !commutative) {
+            static int said[CT_NCOLL];
+            if (!__atomic_exchange_n(&said[coll], 1, __ATOMIC_RELAXED))
+                fprintf(stderr,
+                        "colltune: COLLTUNE_%s_ALGORITHM=%s needs a commutative operation and "
+                        "this MPI_%s has one that is not: native MPI_%s ran instead (said once "
+                        "per process)\n",
+                        upper[coll], opts->algorithm, mpi_name(coll), mpi_name(coll));
+            return 1;
+        }
+        return 0;
+    }
+    ct_table_choice choice;
+    int size = 0;
+    if (ct_call_same_size_v(coll) && c->comm != MPI_COMM_NULL &&
+        PMPI_Comm_size(c->comm, &size) == MPI_SUCCESS &&
+        ct_table_lookup(coll, size, bytes, &choice) == 0) {
+        opts->algorithm = choice.algorithm;
+        opts->has_segsize = choice.segsize > 0;
+        opts->segsize = choice.segsize;
+        return 0;
+    }
+    return 1;
+}
+
+static void log_call(const ct_call *c, long long bytes, const char *ran)
+{
+    if (!log_debug)
+        return;
+    int rank = -1, size = 0;
+    if (c->comm != MPI_COMM_NULL) {
+        PMPI_Comm_rank(c->comm, &rank);
+        PMPI_Comm_size(c->comm, &size);
+    }
+    char line[256];
+    int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s %lld bytes -> %s\n", rank,
+                     size, mpi_name(c->coll), bytes, ran);
+    if (n > 0 && n < (int)sizeof line) {
+        ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
+        (void)w;
+    }
+}
+
+static int intercept_v(const ct_call *c, const ct_vargs *v)
+{
+    ct_options o;
+    int err = MPI_SUCCESS, inter = 0;
+    long long bytes = ct_call_bytes_v(c, v);
+    int native = (c->comm != MPI_COMM_NULL &&
+                  PMPI_Comm_test_inter(c->comm, &inter) == MPI_SUCCESS && inter) ||
+                 choose_v(c, bytes, &o, &err);
+    if (err != MPI_SUCCESS)
+        return err;
+    const char *ran = "native";
+    unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
+    ct_monitor_in_collective = 1; /* the executor's messages are collective traffic */
+    int rc = native ? ct_call_native_v(c, v) : ct_call_run_v(c, v, &o, 1, &ran);
+    ct_monitor_in_collective = 0;
+    if (ct_monitor_level) {
+        ct_monitor_time(ct_monitor_ticks() - t0);
+        if (!strcmp(ran, "native"))
+            ct_monitor_native(c->coll, bytes);
+    }
+    log_call(c, bytes, ran);
+    return rc;
+}
+
+int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                   MPI_Comm comm)
+{
+    ct_call c = {CT_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype,
+                 MPI_OP_NULL,   0,       comm,      NULL};
+    ct_vargs v = {NULL, NULL, recvcounts, displs};
+    return intercept_v(&c, &v);
+}
+
+int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                  const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    ct_call c = {CT_ALLTOALLV, sendbuf, 0, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, 0, comm,
+                 NULL};
+    ct_vargs v = {sendcounts, sdispls, recvcounts, rdispls};
+    return intercept_v(&c, &v);
+}
+
+int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm)
+{
+    ct_call c = {CT_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype,
+                 MPI_OP_NULL, root,   comm,      NULL};
+    ct_vargs v = {NULL, NULL, recvcounts, displs};
+    return intercept_v(&c, &v);
+}
+
+int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm)
+{
+    ct_call c = {CT_SCATTERV, sendbuf, 0, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, root,    comm, NULL};
+    ct_vargs v = {sendcounts, displs, NULL, NULL};
+    return intercept_v(&c, &v);
+}
+
+int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
+                 datatype, op, 0, comm, NULL};
+    return intercept_v(&c, NULL);
+}
+
+int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    ct_call c = {CT_REDUCE_SCATTER, sendbuf, 0, datatype, recvbuf, 0, datatype, op, 0, comm,
+                 NULL};
+    ct_vargs v = {NULL, NULL, recvcounts, NULL};
+    return intercept_v(&c, &v);
+}
+
+int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm)
+{
+    ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, NULL};
+    return intercept_v(&c, NULL);
+}
+
+int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               MPI_Comm comm)
+{
+    ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 NULL};
+    return intercept_v(&c, NULL);
+}
+
+/* ---- Large counts (MPI 4) ------------------------------------------------ */
+
+#if MPI_VERSION >= 4
+#define FITS_INT(n) ((n) >= 0 && (n) <= INT_MAX)
+
+/* Arrays of the _c forms as ints: 0 when every entry fits (counts non-negative too),
+ * -1 when one does not or memory is short (the call then goes to the library). The
+ * caller frees *out. A NULL array stays NULL. */
+static int counts_to_int(const MPI_Count *a, int n, int **out)
+{
+    *out = NULL;
+    if (!a)
+        return 0;
+    int *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
+    if (!b)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (!FITS_INT(a[i])) {
+            free(b);
+            return -1;
+        }
+        b[i] = (int)a[i];
+    }
+    *out = b;
+    return 0;
+}
+
+static int displs_to_int(const MPI_Aint *a, int n, int **out)
+{
+    *out = NULL;
+    if (!a)
+        return 0;
+    int *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
+    if (!b)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        if (a[i] < INT_MIN || a[i] > INT_MAX) {
+            free(b);
+            return -1;
+        }
+        b[i] = (int)a[i];
+    }
+    *out = b;
+    return 0;
+}
+
+/* The ranks of comm, or 0 (then every array stays NULL and the library decides). */
+static int comm_size(MPI_Comm comm)
+{
+    int n = 0, inter = 0;
+    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
+        PMPI_Comm_size(comm, &n) != MPI_SUCCESS)
+        return 0;
+    return n;
+}
+
+static int is_root(MPI_Comm comm, int root)
+{
+    int r = -1;
+    return comm != MPI_COMM_NULL && PMPI_Comm_rank(comm, &r) == MPI_SUCCESS && r == root;
+}
+
+/* A _c call colltune leaves to the library: counted by the monitor as native. */
+static void count_native(ct_coll coll)
+{
+    if (ct_monitor_level)
+        ct_monitor_native(coll, 0); /* its bytes would need the types: not counted */
+}
+
+int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                     MPI_Datatype recvtype, MPI_Comm comm)
+{
+    int n = comm_size(comm), *rc = NULL, *rd = NULL, ret;
+    if (!n || !FITS_INT(sendcount) || counts_to_int(recvcounts, n, &rc) ||
+        displs_to_int(displs, n, &rd)) {
+        free(rc);
+        count_native(CT_ALLGATHERV);
+        return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                 recvtype, comm);
+    }
+    ret = MPI_Allgatherv(sendbuf, (int)sendcount, sendtype, recvbuf, rc, rd, recvtype, comm);
+    free(rc);
+    free(rd);
+    return ret;
+}
+
+int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
+                    MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[],
+                    const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
+{
+    int n = comm_size(comm), *sc = NULL, *sd = NULL, *rc = NULL, *rd = NULL, ret;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    if (!n || (!in_place && (counts_to_int(sendcounts, n, &sc) ||
+                             displs_to_int(sdispls, n, &sd))) ||
+        counts_to_int(recvcounts, n, &rc) || displs_to_int(rdispls, n, &rd)) {
+        free(sc);
+        free(sd);
+        free(rc);
+        count_native(CT_ALLTOALLV);
+        return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                rdispls, recvtype, comm);
+    }
+    ret = MPI_Alltoallv(sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    return ret;
+}
+
+int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                  void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                  MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    int n = comm_size(comm), *rc = NULL, *rd = NULL, ret;
+    int root_here = is_root(comm, root); /* the arrays mean something at the root only */
+    if (!n || !FITS_INT(sendcount) ||
+        (root_here && (counts_to_int(recvcounts, n, &rc) || displs_to_int(displs, n, &rd)))) {
+        free(rc);
+        count_native(CT_GATHERV);
+        return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                              recvtype, root, comm);
+    }
+    ret = MPI_Gatherv(sendbuf, (int)sendcount, sendtype, recvbuf, rc, rd, recvtype, root, comm);
+    free(rc);
+    free(rd);
+    return ret;
+}
+
+int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
+                   MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                   MPI_Datatype recvtype, int root, MPI_Comm comm)
+{
+    int n = comm_size(comm), *sc = NULL, *sd = NULL, ret;
+    int root_here = is_root(comm, root);
+    if (!n || !FITS_INT(recvcount) ||
+        (root_here && (counts_to_int(sendcounts, n, &sc) || displs_to_int(displs, n, &sd)))) {
+        free(sc);
+        count_native(CT_SCATTERV);
+        return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                               recvtype, root, comm);
+    }
+    ret = MPI_Scatterv(sendbuf, sc, sd, sendtype, recvbuf, (int)recvcount, recvtype, root,
+                       comm);
+    free(sc);
+    free(sd);
+    return ret;
+}
+
+int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    if (!FITS_INT(recvcount)) {
+        count_native(CT_REDUCE_SCATTER_BLOCK);
+        return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    }
+    return MPI_Reduce_scatter_block(sendbuf, recvbuf, (int)recvcount, datatype, op, comm);
+}
+
+int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
+                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
+{
+    int n = comm_size(comm), *rc = NULL, ret;
+    if (!n || counts_to_int(recvcounts, n, &rc)) {
+        count_native(CT_REDUCE_SCATTER);
+        return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    }
+    ret = MPI_Reduce_scatter(sendbuf, recvbuf, rc, datatype, op, comm);
+    free(rc);
+    return ret;
+}
+
+int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+               MPI_Op op, MPI_Comm comm)
+{
+    if (!FITS_INT(count)) {
+        count_native(CT_SCAN);
+        return PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    }
+    return MPI_Scan(sendbuf, recvbuf, (int)count, datatype, op, comm);
+}
+
+int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                 MPI_Op op, MPI_Comm comm)
+{
+    if (!FITS_INT(count)) {
+        count_native(CT_EXSCAN);
+        return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    }
+    return MPI_Exscan(sendbuf, recvbuf, (int)count, datatype, op, comm);
+}
+#endif
