@@ -117,6 +117,7 @@ def test_a_loss_beyond_noise_is_corrected_to_native():
             for c in record["corrections"]] == [("bcast", 1024, "binomial", "native")]
     row = next(r for r in record["points"] if r["size"] == 1024)
     assert row["verdict"] == "loses" and row["ratio"] == 1.2 and row["rounds"] == 9
+    assert (row["tuned_min_us"], row["tuned_max_us"], row["native_min_us"]) == (12, 12, 10)
     # re-measured 6 more rounds, corrected, then the changed points once more (the midpoint
     # 2896 looked up 1024's binomial before; native now)
     assert fake.calls[1] == ([b1k], 6)

@@ -160,6 +160,12 @@ def _median(v: list[float]) -> float:
     return round(statistics.median(v), 3)
 
 
+def _spread(s: Samples, prefix: str = "") -> dict:
+    """min and max over the rounds of each side (each round: one job's median)."""
+    return {f"{prefix}{side}_{f.__name__}_us": round(f(s[side]), 3)
+            for side in ("tuned", "native") for f in (min, max)}
+
+
 def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
                  margin: float = MARGIN, log=None) -> tuple[dict, dict]:
     """Measures every point of `doc` (verify_points) `rounds` times through
@@ -186,7 +192,7 @@ def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
         s = samples[key]
         alg, seg = _choice(doc, key)
         row = {**p, "algorithm": alg, "segsize": seg, "tuned_us": _median(s["tuned"]),
-               "native_us": _median(s["native"]), "ratio": round(ratio(s), 4),
+               "native_us": _median(s["native"]), **_spread(s), "ratio": round(ratio(s), 4),
                "rounds": len(s["tuned"]), "verdict": classify(s, margin)}
         rows.append(row)
         if row["verdict"] != "loses":
@@ -229,7 +235,7 @@ def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
                 s = after[point_key(p)]
                 row.update(after_algorithm=_choice(fixed, point_key(p))[0],
                            after_tuned_us=_median(s["tuned"]),
-                           after_native_us=_median(s["native"]),
+                           after_native_us=_median(s["native"]), **_spread(s, "after_"),
                            after_ratio=round(ratio(s), 4), after_verdict=classify(s, margin))
     still = []
     for row in rows:
