@@ -3,10 +3,12 @@
  * colltune algorithms and the native MPI collective, over a range of sizes.
  * Launched under mpiexec (usually by `colltune bench`).
  *
- * Every operation: bcast, reduce, allreduce (sizes are the vector's bytes;
- * reductions sum MPI_DOUBLE), scatter, gather, allgather, alltoall (sizes are
- * the bytes of one rank's block, MPI_BYTE; the whole buffer is nprocs blocks)
- * and barrier (no size: one row, size 0).
+ * Every operation: bcast, reduce, allreduce, scan, exscan (sizes are the
+ * vector's bytes; reductions sum MPI_DOUBLE), scatter, gather, allgather,
+ * alltoall and their v-variants (sizes are the bytes of one rank's block,
+ * MPI_BYTE, every count equal; the whole buffer is nprocs blocks),
+ * reduce_scatter_block and reduce_scatter (one rank's block of MPI_DOUBLE) and
+ * barrier (no size: one row, size 0).
  *
  * Per iteration every rank times the collective alone (a barrier separates
  * iterations, outside the timed region, as osu_bcast does). Reported per size:
@@ -45,7 +47,8 @@ static void usage(void)
     if (rank == 0)
         fprintf(stderr,
                 "usage: ct_bench --op bcast|reduce|allreduce|scatter|gather|allgather|alltoall|"
-                "barrier\n  [--algs a,b,...|all] [--min B] [--max B] [--iters N] [--warmup N] "
+                "barrier|allgatherv|alltoallv|gatherv|scatterv|reduce_scatter_block|"
+                "reduce_scatter|scan|exscan\n  [--algs a,b,...|all] [--min B] [--max B] [--iters N] [--warmup N] "
                 "[--segsize B]\n  [--segsizes B,B,...] [--radix K] [--root R] [--check] [--progress] "
                 "[--binding LABEL] [--json FILE]\n  [--serve: measure the 'ALG SEGSIZE SIZE "
                 "ITERS' lines read on stdin, one JSON line each, until 'quit']\n");
@@ -120,13 +123,44 @@ static int parse(int argc, char **argv, bench_args *a)
     return 0;
 }
 
-/* Scatter, gather, allgather, alltoall: sizes are per-rank blocks of MPI_BYTE. */
+/* Scatter, gather, allgather, alltoall and their v-variants: sizes are per-rank blocks
+ * of MPI_BYTE (the v-variants with every count equal). */
 static int is_movement(ct_coll c)
 {
-    return c == CT_SCATTER || c == CT_GATHER || c == CT_ALLGATHER || c == CT_ALLTOALL;
+    return c == CT_SCATTER || c == CT_GATHER || c == CT_ALLGATHER || c == CT_ALLTOALL ||
+           c == CT_ALLGATHERV || c == CT_ALLTOALLV || c == CT_GATHERV || c == CT_SCATTERV;
 }
 
-static int is_reduction(ct_coll c) { return c == CT_REDUCE || c == CT_ALLREDUCE; }
+/* The reductions sum MPI_DOUBLE; the reduce-scatters' sizes are per-rank blocks. */
+static int is_reduction(ct_coll c)
+{
+    return c == CT_REDUCE || c == CT_ALLREDUCE || c == CT_REDUCE_SCATTER_BLOCK ||
+           c == CT_REDUCE_SCATTER || c == CT_SCAN || c == CT_EXSCAN;
+}
+
+/* Buffers of nprocs blocks somewhere. */
+static int has_blocks(ct_coll c)
+{
+    return is_movement(c) || c == CT_REDUCE_SCATTER_BLOCK || c == CT_REDUCE_SCATTER;
+}
+
+/* The v-variants' arrays for even blocks of count elements. */
+static int *even_counts, *even_displs, even_count = -1;
+
+static void even_blocks(int count)
+{
+    if (count == even_count)
+        return;
+    if (!even_counts) {
+        even_counts = malloc(sizeof(int) * (size_t)nprocs);
+        even_displs = malloc(sizeof(int) * (size_t)nprocs);
+    }
+    for (int i = 0; i < nprocs; i++) {
+        even_counts[i] = count;
+        even_displs[i] = i * count;
+    }
+    even_count = count;
+}
 
 /* Iterations for a size: enough for a stable median, bounded in volume. */
 static int iterations_for(const bench_args *a, long long size)
@@ -164,6 +198,28 @@ static int run_once(const bench_args *a, const ct_options *o, void *sbuf, void *
         return ct_alltoall(sbuf, count, dt, rbuf, count, dt, w, o);
     case CT_BARRIER:
         return ct_barrier(w, o);
+    default:
+        break;
+    }
+    even_blocks(count);
+    const int *c = even_counts, *d = even_displs;
+    switch (a->coll) {
+    case CT_ALLGATHERV:
+        return ct_allgatherv(sbuf, count, dt, rbuf, c, d, dt, w, o);
+    case CT_ALLTOALLV:
+        return ct_alltoallv(sbuf, c, d, dt, rbuf, c, d, dt, w, o);
+    case CT_GATHERV:
+        return ct_gatherv(sbuf, count, dt, rbuf, c, d, dt, a->root, w, o);
+    case CT_SCATTERV:
+        return ct_scatterv(sbuf, c, d, dt, rbuf, count, dt, a->root, w, o);
+    case CT_REDUCE_SCATTER_BLOCK:
+        return ct_reduce_scatter_block(sbuf, rbuf, count, dt, MPI_SUM, w, o);
+    case CT_REDUCE_SCATTER:
+        return ct_reduce_scatter(sbuf, rbuf, c, dt, MPI_SUM, w, o);
+    case CT_SCAN:
+        return ct_scan(sbuf, rbuf, count, dt, MPI_SUM, w, o);
+    case CT_EXSCAN:
+        return ct_exscan(sbuf, rbuf, count, dt, MPI_SUM, w, o);
     default:
         return MPI_ERR_ARG;
     }
@@ -209,7 +265,8 @@ static void fill(const bench_args *a, char *sbuf, char *rbuf, size_t bytes, int 
         memset(rbuf, 0, all);
     } else {
         /* Small integers: sums are exact whatever the order of reduction. */
-        for (int i = 0; i < count; i++)
+        int all = has_blocks(a->coll) ? count * nprocs : count;
+        for (int i = 0; i < all; i++)
             ((double *)sbuf)[i] = (double)((rank + 1) * (i % 17));
         memset(rbuf, 0, bytes);
     }
@@ -223,10 +280,15 @@ static size_t result_bytes(const bench_args *a, size_t bytes)
     case CT_REDUCE:
         return root ? bytes : 0;
     case CT_GATHER:
+    case CT_GATHERV:
         return root ? bytes * (size_t)nprocs : 0;
     case CT_ALLGATHER:
     case CT_ALLTOALL:
+    case CT_ALLGATHERV:
+    case CT_ALLTOALLV:
         return bytes * (size_t)nprocs;
+    case CT_EXSCAN:
+        return rank ? bytes : 0; /* rank 0's is undefined */
     case CT_BARRIER:
         return 0;
     default:
@@ -347,7 +409,7 @@ int main(int argc, char **argv)
     int esize = is_reduction(a.coll) ? (int)sizeof(double) : 1;
     /* Data movement: buffers of nprocs blocks. */
     size_t maxbytes =
-        ((size_t)last_size + (size_t)esize) * (size_t)(is_movement(a.coll) ? nprocs : 1);
+        ((size_t)last_size + (size_t)esize) * (size_t)(has_blocks(a.coll) ? nprocs : 1);
     char *sbuf = malloc(maxbytes), *rbuf = malloc(maxbytes), *ref = malloc(maxbytes);
     int maxiters = iterations_for(&a, first_size);
     double *times = malloc(sizeof(double) * (size_t)maxiters);

@@ -19,8 +19,10 @@ from colltune.core.mpi import MPIBuild, project_root
 from colltune.store.store import Store
 
 ROOT = project_root()
-ROOTED = ("bcast", "reduce", "scatter", "gather")
-DATATYPE = {"reduce": "MPI_DOUBLE", "allreduce": "MPI_DOUBLE", "barrier": None}
+ROOTED = ("bcast", "reduce", "scatter", "gather", "gatherv", "scatterv")
+DATATYPE = {"reduce": "MPI_DOUBLE", "allreduce": "MPI_DOUBLE", "barrier": None,
+            "reduce_scatter_block": "MPI_DOUBLE", "reduce_scatter": "MPI_DOUBLE",
+            "scan": "MPI_DOUBLE", "exscan": "MPI_DOUBLE"}
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +105,8 @@ def test_bench_rejects_unknown_algorithm(env):
 def test_bench_accepts_every_operation_and_no_other(env):
     p = colltune("bench", "--help", env=env)
     assert p.returncode == 0 and "{" + ",".join(COLLS) + "}" in p.stdout
-    p = colltune("bench", "--op", "allgatherv", "-n", "2", "--no-record", env=env)
-    assert p.returncode == 2 and "invalid choice: 'allgatherv'" in p.stderr
+    p = colltune("bench", "--op", "alltoallw", "-n", "2", "--no-record", env=env)
+    assert p.returncode == 2 and "invalid choice: 'alltoallw'" in p.stderr
 
 
 @pytest.fixture(scope="module")
