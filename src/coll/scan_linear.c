@@ -1,6 +1,7 @@
 /* Scan along a chain: rank r receives the reduction of ranks 0..r-1 from r-1,
- * folds its own input in on the right and passes the result to r+1. N-1 latencies in a row but one message per rank and no temporary
- * beyond one vector: for few ranks or as the reference. Rank order is kept. */
+ * folds its own input in on the right and passes the result to r+1. N-1
+ * latencies in a row but one message per rank and no temporary beyond one
+ * vector: for few ranks or as the reference. Rank order is kept. */
 #include "algorithms.h"
 
 int ct_scan_linear(const ct_params *p, ct_sched *s)
