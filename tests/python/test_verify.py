@@ -61,8 +61,8 @@ def test_points_cover_the_table_and_the_midpoints():
                    ("bcast", 2, 1024): "table", ("bcast", 2, 2896): "midpoint",
                    ("bcast", 2, 8192): "table", ("bcast", 4, 1024): "table",
                    ("barrier", 2, 0): "table"}
-    # a non-blocking entry (chosen for overlap, not latency) is left out
-    doc["entries"].append(entry("ibcast", 1024, "chain"))
+    # a non-blocking entry (chosen for overlap, not latency) and one ct_osu does not time
+    doc["entries"] += [entry("ibcast", 1024, "chain"), entry("scan", 64, "linear")]
     assert {p["op"] for p in verify_points(doc)} == {"bcast", "barrier"}
 
 
