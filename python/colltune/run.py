@@ -145,7 +145,8 @@ def suite_result(doc: dict) -> str:
     return text + (f"; {len(warnings)} warning(s): {warnings[0]}" if warnings else "")
 
 
-def verify_stage(stages: Stages, run, build: MPIBuild, args: argparse.Namespace) -> None:
+def verify_stage(stages: Stages, run, build: MPIBuild, args: argparse.Namespace,
+                 tuned: bool) -> None:
     """The tuned table through the drop-in against native in separate jobs (colltune
     verify); the corrected table replaces it as the run's result, the tuner's own is kept
     beside it (colltune-table.tuned.json)."""
@@ -155,6 +156,9 @@ def verify_stage(stages: Stages, run, build: MPIBuild, args: argparse.Namespace)
 
     stages.start(f"the table through the drop-in against native, separate jobs (colltune "
                  f"verify {TABLE}) -> {TABLE}")
+    if not tuned:
+        stages.failed(f"the tuning step did not finish: {TABLE} is not this run's table")
+        return
     try:
         tuned = str(Path(TABLE).with_suffix("")) + ".tuned.json"
         shutil.copyfile(TABLE, tuned)
@@ -228,6 +232,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                      "(colltune tune --strategy model) -> colltune-table.json")
         from .tune.tune import TuneError, run_tuning, summary, tune_bench
 
+        tuned = False  # only a table tuned by this run is verified, never one left before
         try:
             from .model.model import Model, load_p2p
             from .tune.search import reduced_sizes
@@ -240,10 +245,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             first, *rest = summary(tdoc, evals, secs).splitlines()
             print("\n".join(rest))
             run.add_bench(tune_bench(tdoc, evals, secs))
+            tuned = True
             stages.done(first)
         except (TuneError, ValueError, OSError, MPIError) as e:
             stages.failed(e)
-        verify_stage(stages, run, build, args)
+        verify_stage(stages, run, build, args, tuned)
         stages.start("a short overlap study (colltune overlap: 256 KiB bcast, N = Nproc-1)")
         from .nbc.overlap import OverlapError, overlap_bench, short_study
 
