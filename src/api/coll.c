@@ -13,6 +13,7 @@
 #include "../coll/registry.h"
 #include "../sched/exec.h"
 #include "call.h"
+#include "window_lock.h"
 #include "colltune.h"
 #include "job.h"
 #include "../tune/table.h"
@@ -217,8 +218,13 @@ static int segment_setup(comm_state *st, shm_segment *seg, int color, int size, 
     void *mine, *base;
     MPI_Aint qsize;
     int disp;
+    if ((rc = ct_window_lock(group)) != MPI_SUCCESS) {
+        PMPI_Comm_free(&group);
+        return rc;
+    }
     rc = PMPI_Win_allocate_shared(grank == 0 ? (MPI_Aint)(header + data) : 0, 1, MPI_INFO_NULL,
                                   group, &mine, &seg->win);
+    ct_window_unlock();
     if (rc == MPI_SUCCESS)
         rc = PMPI_Win_shared_query(seg->win, 0, &qsize, &disp, &base);
     if (rc != MPI_SUCCESS) {
@@ -570,9 +576,8 @@ static void significant(const ct_call *c, int rank, int *send, int *recv)
     }
 }
 
-/* The v-variants' arrays: present where significant, no negative count or
- * displacement (colltune's byte views start at the buffer; MPI allows negative
- * displacements, which the library then serves). */
+/* The v-variants' arrays: present where significant, no negative count. (A
+ * negative displacement is legal: the byte views start at the lowest block.) */
 static int check_vargs(const ct_call *c, const ct_vargs *v, int rank, int size, reject *r)
 {
     static const char *const names[4] = {"sendcounts", "sdispls", "recvcounts", "rdispls"};
@@ -606,10 +611,10 @@ static int check_vargs(const ct_call *c, const ct_vargs *v, int rank, int size, 
             continue;
         if (!arrays[k])
             return refuse(r, MPI_ERR_ARG, "%s: %s is NULL", cname, names[k]);
-        for (int i = 0; i < size; i++)
+        for (int i = 0; k % 2 == 0 && i < size; i++)
             if (arrays[k][i] < 0)
-                return refuse(r, k % 2 ? MPI_ERR_ARG : MPI_ERR_COUNT, "%s: negative %s[%d] %d",
-                              cname, names[k], i, arrays[k][i]);
+                return refuse(r, MPI_ERR_COUNT, "%s: negative %s[%d] %d", cname, names[k], i,
+                              arrays[k][i]);
     }
     return MPI_SUCCESS;
 }
@@ -1100,15 +1105,41 @@ static int grow_vcounts(ct_job *st, int n)
     return MPI_SUCCESS;
 }
 
-/* Elements a buffer of blocks spans: the largest displacement + count of a
- * non-empty block. */
+/* Where a buffer of blocks starts and how many elements it spans: from the lowest
+ * displacement of a non-empty block (0 unless one is negative) to the largest end. */
+static long long lowest(const int *counts, const int *displs, int n)
+{
+    long long lo = 0;
+    for (int i = 0; i < n; i++)
+        if (counts[i] > 0 && displs[i] < lo)
+            lo = displs[i];
+    return lo;
+}
+
 static long long span(const int *counts, const int *displs, int n)
 {
     long long end = 0;
     for (int i = 0; i < n; i++)
         if (counts[i] > 0 && (long long)displs[i] + counts[i] > end)
             end = (long long)displs[i] + counts[i];
-    return end;
+    return end - lowest(counts, displs, n);
+}
+
+/* The blocks' byte displacements in a view that starts at the lowest block. */
+static void byte_displs(const int *counts, const int *displs, int n, int size, size_t *out)
+{
+    long long lo = lowest(counts, displs, n);
+    for (int i = 0; i < n; i++)
+        out[i] = counts[i] > 0 ? (size_t)((displs[i] - lo) * size) : 0;
+}
+
+/* The address of element lo of a buffer of type t. */
+static void *element_at(const void *buf, long long lo, MPI_Datatype t)
+{
+    MPI_Aint lb, extent;
+    if (!lo || PMPI_Type_get_extent(t, &lb, &extent) != MPI_SUCCESS)
+        return (void *)buf;
+    return (char *)buf + lo * extent;
 }
 
 /* The receive side as bytes, the gaps between blocks kept: the user's buffer when
@@ -1146,6 +1177,7 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
     int unpack_after = 0;
     long long out_count = 0; /* elements of recvtype to unpack */
     size_t out_bytes = 0;
+    void *out_to = c->recvbuf; /* where they go: the lowest block's first element */
     p->count = 0;
     p->counts = cnt;
     p->displs = dsp;
@@ -1154,13 +1186,14 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
     case CT_ALLGATHERV:
     case CT_GATHERV: {
         p->in_place = c->sendbuf == MPI_IN_PLACE;
-        if (recv)
-            for (int i = 0; i < n; i++) {
+        if (recv) {
+            for (int i = 0; i < n; i++)
                 cnt[i] = (size_t)v->recvcounts[i] * (size_t)rsize;
-                dsp[i] = (size_t)v->rdispls[i] * (size_t)rsize;
-            }
-        else
+            byte_displs(v->recvcounts, v->rdispls, n, rsize, dsp);
+            out_to = element_at(c->recvbuf, lowest(v->recvcounts, v->rdispls, n), c->recvtype);
+        } else {
             cnt[rank] = (size_t)c->sendcount * (size_t)ssize;
+        }
         if (!p->in_place &&
             (rc = src_view(st, c->sendbuf, c->sendcount, c->sendtype,
                            (size_t)c->sendcount * (size_t)ssize, &x.src)) != MPI_SUCCESS)
@@ -1168,7 +1201,7 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
         if (recv) {
             out_count = span(v->recvcounts, v->rdispls, n);
             out_bytes = (size_t)out_count * (size_t)rsize;
-            if ((rc = dst_view_kept(st, c->recvbuf, out_count, c->recvtype, out_bytes, &x.dst,
+            if ((rc = dst_view_kept(st, out_to, out_count, c->recvtype, out_bytes, &x.dst,
                                     &unpack_after)) != MPI_SUCCESS)
                 return rc;
         }
@@ -1177,12 +1210,13 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
     case CT_SCATTERV: {
         p->in_place = root && c->recvbuf == MPI_IN_PLACE;
         if (send) {
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < n; i++)
                 cnt[i] = (size_t)v->sendcounts[i] * (size_t)ssize;
-                dsp[i] = (size_t)v->sdispls[i] * (size_t)ssize;
-            }
+            byte_displs(v->sendcounts, v->sdispls, n, ssize, dsp);
             long long in = span(v->sendcounts, v->sdispls, n);
-            if ((rc = src_view(st, c->sendbuf, in, c->sendtype, (size_t)in * (size_t)ssize,
+            const void *from =
+                element_at(c->sendbuf, lowest(v->sendcounts, v->sdispls, n), c->sendtype);
+            if ((rc = src_view(st, from, in, c->sendtype, (size_t)in * (size_t)ssize,
                                &x.src)) != MPI_SUCCESS)
                 return rc;
         } else {
@@ -1200,10 +1234,10 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
     case CT_ALLTOALLV: {
         p->rcounts = rcnt;
         p->rdispls = rdsp;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n; i++)
             rcnt[i] = (size_t)v->recvcounts[i] * (size_t)rsize;
-            rdsp[i] = (size_t)v->rdispls[i] * (size_t)rsize;
-        }
+        byte_displs(v->recvcounts, v->rdispls, n, rsize, rdsp);
+        out_to = element_at(c->recvbuf, lowest(v->recvcounts, v->rdispls, n), c->recvtype);
         out_count = span(v->recvcounts, v->rdispls, n);
         out_bytes = (size_t)out_count * (size_t)rsize;
         if (c->sendbuf == MPI_IN_PLACE) {
@@ -1211,21 +1245,22 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
             memcpy(cnt, rcnt, 2 * (size_t)n * sizeof *cnt);
             if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, out_bytes ? out_bytes : 1)) !=
                     MPI_SUCCESS ||
-                (out_bytes && (rc = pack(c->recvbuf, out_count, c->recvtype, st->pack_src,
+                (out_bytes && (rc = pack(out_to, out_count, c->recvtype, st->pack_src,
                                          out_bytes)) != MPI_SUCCESS))
                 return rc;
             x.src = st->pack_src;
         } else {
-            for (int i = 0; i < n; i++) {
+            for (int i = 0; i < n; i++)
                 cnt[i] = (size_t)v->sendcounts[i] * (size_t)ssize;
-                dsp[i] = (size_t)v->sdispls[i] * (size_t)ssize;
-            }
+            byte_displs(v->sendcounts, v->sdispls, n, ssize, dsp);
             long long in = span(v->sendcounts, v->sdispls, n);
-            if ((rc = src_view(st, c->sendbuf, in, c->sendtype, (size_t)in * (size_t)ssize,
+            const void *from =
+                element_at(c->sendbuf, lowest(v->sendcounts, v->sdispls, n), c->sendtype);
+            if ((rc = src_view(st, from, in, c->sendtype, (size_t)in * (size_t)ssize,
                                &x.src)) != MPI_SUCCESS)
                 return rc;
         }
-        if ((rc = dst_view_kept(st, c->recvbuf, out_count, c->recvtype, out_bytes, &x.dst,
+        if ((rc = dst_view_kept(st, out_to, out_count, c->recvtype, out_bytes, &x.dst,
                                 &unpack_after)) != MPI_SUCCESS)
             return rc;
         break;
@@ -1248,7 +1283,7 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
     }
     st->x = x;
     st->unpack_after = unpack_after;
-    st->unpack_to = c->recvbuf;
+    st->unpack_to = out_to;
     st->unpack_count = out_count;
     st->unpack_type = c->recvtype;
     st->unpack_bytes = out_bytes;

@@ -3,7 +3,8 @@
  * one job: every colltune algorithm of allgatherv, alltoallv, gatherv,
  * scatterv, reduce_scatter_block, reduce_scatter, scan and exscan, every root,
  * even and uneven counts (zeros on some ranks, all zero, one rank alone),
- * displacements out of rank order with gaps (which must come out untouched), a
+ * displacements out of rank order with gaps (which must come out untouched),
+ * negative displacements (the buffer passed a few elements in), a
  * contiguous and a derived datatype with holes (the reductions: MPI_SUM on
  * MPI_INT and the user op on a derived pair type), MPI_IN_PLACE where MPI allows it, MPI_SUM and a
  * user-defined non-commutative operation. Each case runs the
@@ -57,11 +58,14 @@ static int pattern_count(int pat, int r, int i, int alltoall)
         return i % 3 == 1 ? 0 : 1 + (i * 5) % 4;
     case 2:
         return 0;
-    default:
+    case 3:
         return i == nprocs / 2 ? 4 : 0;
+    default: /* negative displacements: uneven counts */
+        return pattern_count(1, r, i, alltoall);
     }
 }
-static const char *const pattern_names[] = {"even", "uneven", "zero", "one-rank"};
+static const char *const pattern_names[] = {"even", "uneven", "zero", "one-rank", "negative"};
+#define NEGATIVE 4
 
 /* Displacements in reverse rank order with gaps of 2 elements. */
 static void gap_displs(const int *counts, int *displs)
@@ -134,6 +138,13 @@ static void run_movement(ct_coll coll, const char *alg, int pat, const type_case
     gap_displs(sc, sd);
     gap_displs(rcn, rd);
     size_t slen = (size_t)(span(sc, sd) + 1) * (size_t)e, rlen = (size_t)(span(rcn, rd) + 1) * (size_t)e;
+    /* Negative displacements: the arrays' buffers are passed `shift` elements in. */
+    int shift = pat == NEGATIVE ? 5 : 0;
+    for (int i = 0; i < n; i++) {
+        sd[i] -= shift;
+        rd[i] -= shift;
+    }
+    size_t off = (size_t)shift * (size_t)e;
     int own = coll == CT_SCATTERV ? rcn[rank] : sc[rank];
     size_t olen = (size_t)(own + 1) * (size_t)e;
     int *in = NULL, *got = NULL, *want = NULL;
@@ -151,14 +162,15 @@ static void run_movement(ct_coll coll, const char *alg, int pat, const type_case
         int is_root = coll == CT_ALLGATHERV || rank == root;
         if (inplace && is_root)
             for (int k = 0; k < own * e; k++)
-                want[rd[rank] * e + k] = got[rd[rank] * e + k] = value(rank, k);
+                want[off + (size_t)(rd[rank] * e + k)] = got[off + (size_t)(rd[rank] * e + k)] =
+                    value(rank, k);
         const void *sb = inplace && is_root ? MPI_IN_PLACE : in;
         if (coll == CT_ALLGATHERV) {
-            rc2 = MPI_Allgatherv(sb, own, tc->t, want, rcn, rd, tc->t, MPI_COMM_WORLD);
-            rc = ct_allgatherv(sb, own, tc->t, got, rcn, rd, tc->t, MPI_COMM_WORLD, &o);
+            rc2 = MPI_Allgatherv(sb, own, tc->t, want + off, rcn, rd, tc->t, MPI_COMM_WORLD);
+            rc = ct_allgatherv(sb, own, tc->t, got + off, rcn, rd, tc->t, MPI_COMM_WORLD, &o);
         } else {
-            rc2 = MPI_Gatherv(sb, own, tc->t, want, rcn, rd, tc->t, root, MPI_COMM_WORLD);
-            rc = ct_gatherv(sb, own, tc->t, got, rcn, rd, tc->t, root, MPI_COMM_WORLD, &o);
+            rc2 = MPI_Gatherv(sb, own, tc->t, want + off, rcn, rd, tc->t, root, MPI_COMM_WORLD);
+            rc = ct_gatherv(sb, own, tc->t, got + off, rcn, rd, tc->t, root, MPI_COMM_WORLD, &o);
         }
         if (!is_root)
             outlen = 0;
@@ -173,8 +185,8 @@ static void run_movement(ct_coll coll, const char *alg, int pat, const type_case
         got = ints(outlen, SENTINEL);
         void *w = inplace && rank == root ? MPI_IN_PLACE : (void *)want;
         void *g = inplace && rank == root ? MPI_IN_PLACE : (void *)got;
-        rc2 = MPI_Scatterv(in, sc, sd, tc->t, w, own, tc->t, root, MPI_COMM_WORLD);
-        rc = ct_scatterv(in, sc, sd, tc->t, g, own, tc->t, root, MPI_COMM_WORLD, &o);
+        rc2 = MPI_Scatterv(in + off, sc, sd, tc->t, w, own, tc->t, root, MPI_COMM_WORLD);
+        rc = ct_scatterv(in + off, sc, sd, tc->t, g, own, tc->t, root, MPI_COMM_WORLD, &o);
         break;
     }
     default: { /* alltoallv */
@@ -187,13 +199,15 @@ static void run_movement(ct_coll coll, const char *alg, int pat, const type_case
         if (inplace) { /* MPI_IN_PLACE: the receive side is both; counts symmetric only */
             for (size_t k = 0; k < outlen; k++)
                 want[k] = got[k] = value(rank, (int)k);
-            rc2 = MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, tc->t, want, rcn, rd, tc->t,
+            rc2 = MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, tc->t, want + off, rcn, rd, tc->t,
                                 MPI_COMM_WORLD);
-            rc = ct_alltoallv(MPI_IN_PLACE, NULL, NULL, tc->t, got, rcn, rd, tc->t,
+            rc = ct_alltoallv(MPI_IN_PLACE, NULL, NULL, tc->t, got + off, rcn, rd, tc->t,
                               MPI_COMM_WORLD, &o);
         } else {
-            rc2 = MPI_Alltoallv(in, sc, sd, tc->t, want, rcn, rd, tc->t, MPI_COMM_WORLD);
-            rc = ct_alltoallv(in, sc, sd, tc->t, got, rcn, rd, tc->t, MPI_COMM_WORLD, &o);
+            rc2 = MPI_Alltoallv(in + off, sc, sd, tc->t, want + off, rcn, rd, tc->t,
+                                MPI_COMM_WORLD);
+            rc = ct_alltoallv(in + off, sc, sd, tc->t, got + off, rcn, rd, tc->t,
+                              MPI_COMM_WORLD, &o);
         }
         break;
     }
@@ -294,12 +308,12 @@ int main(int argc, char **argv)
         int rooted = coll == CT_GATHERV || coll == CT_SCATTERV;
         int movement = rooted || coll == CT_ALLGATHERV || coll == CT_ALLTOALLV;
         int has_v = movement || coll == CT_REDUCE_SCATTER;
-        for (int pat = 0; pat < (has_v ? 4 : 3); pat++)
+        for (int pat = 0; pat < (movement ? 5 : has_v ? 4 : 3); pat++)
             for (size_t ti = 0; ti < 2; ti++)
                 for (int ip = 0; ip <= 1; ip++) {
                     if (movement) {
                         /* alltoallv in place needs symmetric counts: even or zero */
-                        if (ip && coll == CT_ALLTOALLV && (pat == 1 || pat == 3))
+                        if (ip && coll == CT_ALLTOALLV && (pat == 1 || pat >= 3))
                             continue;
                         for (int root = 0; root < (rooted ? nprocs : 1); root++)
                             run_movement(coll, info->name, pat, &types[ti], root, ip);
