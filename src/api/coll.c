@@ -836,8 +836,8 @@ int ct_call_native_v(const ct_call *c, const ct_vargs *v)
     static const ct_vargs none = {NULL, NULL, NULL, NULL};
     if (!v)
         v = &none;
-    if (c->request)
-        return MPI_ERR_INTERN; /* no non-blocking v-variant goes through colltune yet */
+    if (c->request) /* the non-blocking forms of the eight; no v-variant's goes through here */
+        return ct_coll_is_v(c->coll) ? MPI_ERR_INTERN : ct_call_native(c);
     switch (c->coll) {
     case CT_ALLGATHERV:
         return PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
