@@ -17,6 +17,7 @@ import pytest
 from colltune.core.colls import COLLS
 from colltune.core.mpi import MPIBuild, project_root
 from colltune.store.store import Store
+from colltune.tune.table import OPS as TABLE_OPS
 
 ROOT = project_root()
 ROOTED = ("bcast", "reduce", "scatter", "gather", "gatherv", "scatterv")
@@ -161,7 +162,8 @@ def test_run_benchmarks_every_operation_then_reports(main_job, build):
     assert "verified" in json.loads((tmp_path / "colltune-table.json").read_text())
     assert "verified" not in json.loads((tmp_path / "colltune-table.tuned.json").read_text())
     table = json.loads((tmp_path / "colltune-table.json").read_text())
-    assert {e["op"] for e in table["entries"]} == set(COLLS)
+    # every operation a table holds (issue 22's are benchmarked, not tuned yet)
+    assert {e["op"] for e in table["entries"]} == set(COLLS) & set(TABLE_OPS)
     assert json.loads((tmp_path / "machine.json").read_text())["caches"]
     assert json.loads((tmp_path / "p2p.json").read_text())["layers"][0]["points"]
     assert "<section id='machine'>" in html and "<section id='p2p'>" in html
@@ -187,7 +189,7 @@ def test_run_log_on_a_non_terminal(main_job):
     progress = [ln for ln in lines if re.search(r" \[\s*\d+%\] \d+/\d+, ", ln)]
     assert len(progress) <= 10 * len(STAGES), progress
     labelled = [ln for ln in lines if ln.startswith("[") and ln not in progress]
-    label = re.compile(r"\[(\d+)/(\d+)\] ([a-z0-9 ]+): (.+)$")
+    label = re.compile(r"\[(\d+)/(\d+)\] ([a-z0-9_ ]+): (.+)$")
     seen: dict[int, list[str]] = {}
     for ln in labelled:
         m = label.match(ln)
