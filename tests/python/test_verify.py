@@ -150,7 +150,7 @@ def test_a_losing_midpoint_gets_its_own_native_entry():
     mid = ("bcast", 2, 2896)
     fake = Fake(flat(doc), {(mid, "binomial", 0): [15.0]})
     fixed, record = verify_table(doc, fake, rounds=3)
-    assert len(fixed["entries"]) == 3
+    assert [e["size_bytes"] for e in fixed["entries"]] == [1024, 2896, 8192]  # in its place
     new = tbl.lookup(fixed, *mid)
     assert (new["size_bytes"], new["algorithm"], new["evaluations"]) == (2896, "native", 0)
     assert tbl.lookup(fixed, "bcast", 2, 1024)["algorithm"] == "binomial"

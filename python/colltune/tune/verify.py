@@ -227,7 +227,11 @@ def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
                             "from": {"algorithm": alg, "segsize": seg}, "to": to,
                             "ratio": row["ratio"], "reason": why,
                             "added_entry": entry is None})
-    fixed["entries"].sort(key=lambda e: (e["op"], e["ranks"], e["size_bytes"]))
+    # new entries beside their neighbours, the operations in the table's own order
+    first = {}
+    for i, e in enumerate(doc["entries"]):
+        first.setdefault(e["op"], i)
+    fixed["entries"].sort(key=lambda e: (first[e["op"]], e["ranks"], e["size_bytes"]))
     # What the corrections changed (midpoints between a corrected point and its neighbour
     # too) is measured again, once, with the corrected table.
     changed = [p for p in points if _choice(fixed, point_key(p)) != _choice(doc, point_key(p))]
