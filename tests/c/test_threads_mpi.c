@@ -39,7 +39,10 @@
 static int rank, nprocs, iterations = 2000;
 static int failures, compared; /* under report_lock */
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t finished = PTHREAD_COND_INITIALIZER, never = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t finished = PTHREAD_COND_INITIALIZER;
+#ifdef UNDER_TSAN
+static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
+#endif
 static int nfinished;
 
 /* The colltune algorithms of each classic operation (native left out). */
