@@ -233,10 +233,6 @@ static void node_done(ct_stf *s, node *n)
     node *stack[64];
     node **ready = stack;
     int nready = 0;
-#ifdef CT_HAVE_DYN
-    void *dyn_ready[16];
-    int ndyn = 0;
-#endif
     pthread_mutex_lock(&s->lock);
     n->done = 1;
     s->pending--;
@@ -253,9 +249,7 @@ static void node_done(ct_stf *s, node *n)
             if (v) {
                 v->ready = 1;
 #ifdef CT_HAVE_DYN
-                if (v->dyn && ndyn < 16)
-                    dyn_ready[ndyn++] = v->dyn; /* readied below, outside the graph lock */
-                else if (v->dyn)
+                if (v->dyn)
                     note_error(s, ct_dyn_ready(v->dyn));
 #endif
             }
@@ -263,10 +257,6 @@ static void node_done(ct_stf *s, node *n)
         s->stats.tasks++;
     }
     pthread_mutex_unlock(&s->lock);
-#ifdef CT_HAVE_DYN
-    for (int i = 0; i < ndyn; i++)
-        note_error(s, ct_dyn_ready(dyn_ready[i]));
-#endif
     for (int i = 0; i < nready; i++)
         start_node(s, ready[i]);
     if (ready != stack)
