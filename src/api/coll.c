@@ -787,6 +787,14 @@ static int call_native_nb(const ct_call *c)
                               c->recvtype, c->comm, r);
     case CT_BARRIER:
         return PMPI_Ibarrier(c->comm, r);
+    case CT_REDUCE_SCATTER_BLOCK:
+        return PMPI_Ireduce_scatter_block(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype,
+                                          c->op, c->comm, r);
+    case CT_SCAN:
+        return PMPI_Iscan(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype, c->op, c->comm, r);
+    case CT_EXSCAN:
+        return PMPI_Iexscan(c->sendbuf, c->recvbuf, c->recvcount, c->recvtype, c->op, c->comm,
+                            r);
     default:
         return MPI_ERR_INTERN;
     }
@@ -836,8 +844,9 @@ int ct_call_native_v(const ct_call *c, const ct_vargs *v)
     static const ct_vargs none = {NULL, NULL, NULL, NULL};
     if (!v)
         v = &none;
-    if (c->request) /* the non-blocking forms of the eight; no v-variant's goes through here */
-        return ct_coll_is_v(c->coll) ? MPI_ERR_INTERN : ct_call_native(c);
+    if (c->request) /* no non-blocking form with per-rank arrays goes through here yet */
+        return ct_coll_is_v(c->coll) && c->coll != CT_REDUCE_SCATTER_BLOCK ? MPI_ERR_INTERN
+                                                                           : ct_call_native(c);
     switch (c->coll) {
     case CT_ALLGATHERV:
         return PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,

@@ -18,6 +18,13 @@
  *
  * The _c forms take the int path when every count and displacement fits in
  * an int, else go to the library's _c function (counted native).
+ *
+ * Non-blocking, where no per-rank array is involved: MPI_Ibarrier,
+ * MPI_Ireduce_scatter_block, MPI_Iscan and MPI_Iexscan (and _c) choose the
+ * same way (the blocking operation's COLLTUNE_<OP>_ALGORITHM, or the table's
+ * blocking entries) and run through src/nbc (a generalized request that
+ * pmpi.c's wait and test family drives). The non-blocking v-variants are not
+ * intercepted yet.
  */
 #include <limits.h>
 #include <mpi.h>
@@ -29,11 +36,14 @@
 
 #include "api/call.h"
 #include "monitor/monitor.h"
+#include "nbc/nbc.h"
 #include "tune/table.h"
 
+/* The operations whose COLLTUNE_<OP>_ALGORITHM this file reads (the barrier's for
+ * MPI_Ibarrier; pmpi.c reads it too, for MPI_Barrier). */
 static const ct_coll v_ops[] = {CT_ALLGATHERV, CT_ALLTOALLV, CT_GATHERV, CT_SCATTERV,
                                 CT_REDUCE_SCATTER_BLOCK, CT_REDUCE_SCATTER, CT_SCAN,
-                                CT_EXSCAN};
+                                CT_EXSCAN, CT_BARRIER};
 #define NV ((int)(sizeof v_ops / sizeof v_ops[0]))
 
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
@@ -88,6 +98,8 @@ static const char *mpi_name(ct_coll coll)
         return "Reduce_scatter";
     case CT_SCAN:
         return "Scan";
+    case CT_BARRIER:
+        return "Barrier";
     default:
         return "Exscan";
     }
@@ -167,8 +179,9 @@ static void log_call(const ct_call *c, long long bytes, const char *ran)
         PMPI_Comm_size(c->comm, &size);
     }
     char line[256];
-    int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s %lld bytes -> %s\n", rank,
-                     size, mpi_name(c->coll), bytes, ran);
+    int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s%s %lld bytes -> %s\n",
+                     rank, size, c->request ? "I" : "",
+                     c->request ? ct_coll_name(c->coll) : mpi_name(c->coll), bytes, ran);
     if (n > 0 && n < (int)sizeof line) {
         ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
         (void)w;
@@ -188,7 +201,9 @@ static int intercept_v(const ct_call *c, const ct_vargs *v)
     const char *ran = "native";
     unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
     ct_monitor_in_collective = 1; /* the executor's messages are collective traffic */
-    int rc = native ? ct_call_native_v(c, v) : ct_call_run_v(c, v, &o, 1, &ran);
+    int rc = native       ? ct_call_native_v(c, v) /* the non-blocking one with a request */
+             : c->request ? ct_nbc_start(c, &o, 1, &ran)
+                          : ct_call_run_v(c, v, &o, 1, &ran);
     ct_monitor_in_collective = 0;
     if (ct_monitor_level) {
         ct_monitor_time(ct_monitor_ticks() - t0);
@@ -268,6 +283,40 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 {
     ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
                  NULL};
+    return intercept_v(&c, NULL);
+}
+
+/* ---- Non-blocking, without per-rank arrays ---------------------------------- */
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
+                 MPI_OP_NULL, 0,    comm, request};
+    return intercept_v(&c, NULL);
+}
+
+int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *request)
+{
+    ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
+                 datatype, op, 0, comm, request};
+    return intercept_v(&c, NULL);
+}
+
+int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 request};
+    return intercept_v(&c, NULL);
+}
+
+int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 request};
     return intercept_v(&c, NULL);
 }
 
@@ -462,5 +511,38 @@ int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
         return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
     }
     return MPI_Exscan(sendbuf, recvbuf, (int)count, datatype, op, comm);
+}
+
+int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                MPI_Request *request)
+{
+    if (!FITS_INT(recvcount)) {
+        count_native(CT_REDUCE_SCATTER_BLOCK);
+        return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm,
+                                            request);
+    }
+    return MPI_Ireduce_scatter_block(sendbuf, recvbuf, (int)recvcount, datatype, op, comm,
+                                     request);
+}
+
+int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    if (!FITS_INT(count)) {
+        count_native(CT_SCAN);
+        return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
+    return MPI_Iscan(sendbuf, recvbuf, (int)count, datatype, op, comm, request);
+}
+
+int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+                  MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    if (!FITS_INT(count)) {
+        count_native(CT_EXSCAN);
+        return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
+    return MPI_Iexscan(sendbuf, recvbuf, (int)count, datatype, op, comm, request);
 }
 #endif

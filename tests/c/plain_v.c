@@ -2,7 +2,9 @@
  * A plain MPI program (no colltune header, built with the MPI compiler alone)
  * that calls MPI_Allgatherv, MPI_Alltoallv, MPI_Gatherv, MPI_Scatterv,
  * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Scan and MPI_Exscan, and
- * their _c forms where the MPI has them, on MPI_COMM_WORLD and on a split
+ * their _c forms where the MPI has them, and the non-blocking MPI_Ibarrier,
+ * MPI_Ireduce_scatter_block, MPI_Iscan and MPI_Iexscan (_c too), on
+ * MPI_COMM_WORLD and on a split
  * communicator, checking every result against values it computes itself.
  * Prints each rank's count of calls per operation (a _c call counts for its
  * operation) and "all ok". tests/python/test_dropin_v.py preloads the drop-in.
@@ -12,10 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NOPS 8
+#define NOPS 12
 static const char *const names[NOPS] = {"allgatherv", "alltoallv", "gatherv", "scatterv",
                                         "reduce_scatter_block", "reduce_scatter", "scan",
-                                        "exscan"};
+                                        "exscan", "ibarrier", "ireduce_scatter_block",
+                                        "iscan", "iexscan"};
 static int ncalls[NOPS], bad, wrank;
 #define MAXN 64
 #define GAP 2
@@ -191,6 +194,47 @@ static void run(MPI_Comm comm, int large)
     if (r > 0)
         for (int k = 0; k < 5; k++)
             expect(buf[k] == (r - 1) * r / 2 + r * (k + 1), "exscan", k);
+
+    /* The non-blocking ones, each completed by MPI_Wait. */
+    MPI_Request req;
+    MPI_Ibarrier(comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ncalls[8]++;
+    for (int k = 0; k < 3 * n; k++)
+        in[k] = r + k;
+#if MPI_VERSION >= 4
+    if (large)
+        MPI_Ireduce_scatter_block_c(in, buf, 3, MPI_INT, MPI_SUM, comm, &req);
+    else
+#endif
+        MPI_Ireduce_scatter_block(in, buf, 3, MPI_INT, MPI_SUM, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ncalls[9]++;
+    for (int k = 0; k < 3; k++)
+        expect(buf[k] == n * (n - 1) / 2 + n * (3 * r + k), "ireduce_scatter_block", k);
+    for (int k = 0; k < 5; k++)
+        in[k] = r + k + 1;
+#if MPI_VERSION >= 4
+    if (large)
+        MPI_Iscan_c(in, buf, 5, MPI_INT, MPI_SUM, comm, &req);
+    else
+#endif
+        MPI_Iscan(in, buf, 5, MPI_INT, MPI_SUM, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ncalls[10]++;
+    for (int k = 0; k < 5; k++)
+        expect(buf[k] == r * (r + 1) / 2 + (r + 1) * (k + 1), "iscan", k);
+#if MPI_VERSION >= 4
+    if (large)
+        MPI_Iexscan_c(in, buf, 5, MPI_INT, MPI_SUM, comm, &req);
+    else
+#endif
+        MPI_Iexscan(in, buf, 5, MPI_INT, MPI_SUM, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ncalls[11]++;
+    if (r > 0)
+        for (int k = 0; k < 5; k++)
+            expect(buf[k] == (r - 1) * r / 2 + r * (k + 1), "iexscan", k);
 }
 
 int main(int argc, char **argv)

@@ -19,8 +19,12 @@ from colltune.monitor.monitor import run_monitored
 NRANKS = 3
 OPS = {"allgatherv": "Allgatherv", "alltoallv": "Alltoallv", "gatherv": "Gatherv",
        "scatterv": "Scatterv", "reduce_scatter_block": "Reduce_scatter_block",
-       "reduce_scatter": "Reduce_scatter", "scan": "Scan", "exscan": "Exscan"}
-EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_MONITOR",
+       "reduce_scatter": "Reduce_scatter", "scan": "Scan", "exscan": "Exscan",
+       "ibarrier": "Ibarrier", "ireduce_scatter_block": "Ireduce_scatter_block",
+       "iscan": "Iscan", "iexscan": "Iexscan"}
+# A non-blocking call follows its blocking operation's COLLTUNE_<OP>_ALGORITHM.
+BLOCKING = {op: op[1:] if op.startswith("i") else op for op in OPS}
+EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_MONITOR", "COLLTUNE_BARRIER_ALGORITHM",
           *(f"COLLTUNE_{op.upper()}_ALGORITHM" for op in OPS))
 
 
@@ -31,7 +35,9 @@ def _registry() -> list[dict]:
         return []
 
 
-FORCED = [(a["coll"], a["name"]) for a in _registry() if not a["native"] and a["coll"] in OPS]
+# The eight new operations' algorithms, and the barrier's (for MPI_Ibarrier).
+FORCED = [(a["coll"], a["name"]) for a in _registry()
+          if not a["native"] and a["coll"] in set(BLOCKING.values())]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +79,7 @@ def ok(p: subprocess.CompletedProcess, what) -> None:
 
 
 def test_every_new_operation_has_colltune_algorithms():
-    assert {op for op, _ in FORCED} == set(OPS)
+    assert {op for op, _ in FORCED} == set(BLOCKING.values())
 
 
 @pytest.mark.parametrize(("op", "alg"), FORCED, ids=[f"{op}-{alg}" for op, alg in FORCED])
@@ -86,11 +92,10 @@ def test_forced_algorithm_runs_every_call_the_large_count_ones_too(build, op, al
     per_rank = 4 if "large-count forms: yes" in p.stdout else 2
     if build.flavor == "mpich":  # MPICH 4 and later have them all
         assert per_rank == 4, p.stdout
-    assert n[op] == per_rank * NRANKS, n
-    assert routed(p.stderr, op) == {alg: n[op]}
-    for other in OPS:
-        if other != op:
-            assert routed(p.stderr, other) == {"native": n[other]}, other
+    for each in OPS:
+        assert n[each] == per_rank * NRANKS, n
+        want = {alg: n[each]} if BLOCKING[each] == op else {"native": n[each]}
+        assert routed(p.stderr, each) == want, each
 
 
 def test_without_forcing_every_call_is_native(build):
@@ -102,8 +107,9 @@ def test_without_forcing_every_call_is_native(build):
 
 
 def test_monitor_counts_the_native_calls_and_not_the_forced_ones(build, tmp_path):
-    """The monitor's native counts: every call of the seven unforced operations, on each rank
-    (world and half, plain and _c), and none of the forced one."""
+    """The monitor's native counts: every call of the unforced operations, on each rank
+    (world and half, plain and _c, blocking and not), and none of the forced one (scan,
+    which MPI_Iscan follows)."""
     cmd = build.launch_command(NRANKS, [str(build.tool("tests/c/plain_v"))], bind=False,
                                export=("COLLTUNE_SCAN_ALGORITHM",))
     env = {**build.launch_env(NRANKS), "COLLTUNE_SCAN_ALGORITHM": "linear"}
@@ -113,9 +119,10 @@ def test_monitor_counts_the_native_calls_and_not_the_forced_ones(build, tmp_path
     for r in doc["per_rank"]:
         native = r["native"]
         assert "scan" not in native or native["scan"]["calls"] == 0, native
-        for op in OPS:
-            if op != "scan":
-                assert native[op]["calls"] == per_rank, (op, native)
+        for op in set(BLOCKING.values()) - {"scan"}:
+            # a non-blocking call counts as its operation's
+            want = per_rank * sum(1 for each in OPS if BLOCKING[each] == op)
+            assert native[op]["calls"] == want, (op, native)
 
 
 def test_unknown_algorithm_names_the_valid_ones(build):
