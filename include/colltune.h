@@ -193,6 +193,16 @@ int ct_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                const ct_options *opts, MPI_Request *request);
 
+/* The same for the barrier, reduce_scatter_block, scan and exscan (issue 22). */
+int ct_ibarrier(MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                             const ct_options *opts, MPI_Request *request);
+int ct_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+
 /* As MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testall, for any mix of requests,
  * colltune's too: while they wait they drive every pending application part,
  * not only those named (ranks may complete their collectives in any order). */

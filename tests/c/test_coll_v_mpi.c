@@ -7,7 +7,8 @@
  * negative displacements (the buffer passed a few elements in), a
  * contiguous and a derived datatype with holes (the reductions: MPI_SUM on
  * MPI_INT and the user op on a derived pair type), MPI_IN_PLACE where MPI allows it, MPI_SUM and a
- * user-defined non-commutative operation. Each case runs the
+ * user-defined non-commutative operation; reduce_scatter_block, scan and
+ * exscan also in their non-blocking forms (ct_i* against MPI_I*). Each case runs the
  * native collective and colltune's on the same inputs and compares the whole
  * receive buffers. Prints the cases and exits nonzero on any difference.
  */
@@ -221,7 +222,7 @@ static void run_movement(ct_coll coll, const char *alg, int pat, const type_case
 }
 
 static void run_reduction(ct_coll coll, const char *alg, int pat, const type_case *tc,
-                          MPI_Op op, int inplace)
+                          MPI_Op op, int inplace, int nonblocking)
 {
     ct_options o;
     ct_options_init(&o);
@@ -232,6 +233,7 @@ static void run_reduction(ct_coll coll, const char *alg, int pat, const type_cas
         counts[i] = coll == CT_REDUCE_SCATTER ? pattern_count(pat, 0, i, 0) : block;
         total += counts[i];
     }
+    ct_coll kind = coll;
     int count = coll == CT_SCAN || coll == CT_EXSCAN ? block : total; /* the input vector */
     int mine = coll == CT_SCAN || coll == CT_EXSCAN ? block : counts[rank];
     size_t inlen = (size_t)(count + 1) * (size_t)e;
@@ -244,7 +246,25 @@ static void run_reduction(ct_coll coll, const char *alg, int pat, const type_cas
             got[k] = want[k] = in[k];
     const void *sb = inplace ? MPI_IN_PLACE : in;
     int rc = MPI_SUCCESS, rc2 = MPI_SUCCESS;
+    MPI_Request rq[2];
+    if (nonblocking) { /* colltune's through src/nbc against the library's, both waited on */
+        if (coll == CT_REDUCE_SCATTER_BLOCK) {
+            rc2 = MPI_Ireduce_scatter_block(sb, want, block, tc->t, op, MPI_COMM_WORLD, &rq[0]);
+            rc = ct_ireduce_scatter_block(sb, got, block, tc->t, op, MPI_COMM_WORLD, &o, &rq[1]);
+        } else if (coll == CT_SCAN) {
+            rc2 = MPI_Iscan(sb, want, block, tc->t, op, MPI_COMM_WORLD, &rq[0]);
+            rc = ct_iscan(sb, got, block, tc->t, op, MPI_COMM_WORLD, &o, &rq[1]);
+        } else {
+            rc2 = MPI_Iexscan(sb, want, block, tc->t, op, MPI_COMM_WORLD, &rq[0]);
+            rc = ct_iexscan(sb, got, block, tc->t, op, MPI_COMM_WORLD, &o, &rq[1]);
+        }
+        if (rc2 == MPI_SUCCESS && rc == MPI_SUCCESS)
+            rc = ct_waitall(2, rq, MPI_STATUSES_IGNORE);
+        coll = CT_NCOLL; /* done */
+    }
     switch (coll) {
+    case CT_NCOLL:
+        break;
     case CT_REDUCE_SCATTER_BLOCK:
         rc2 = MPI_Reduce_scatter_block(sb, want, block, tc->t, op, MPI_COMM_WORLD);
         rc = ct_reduce_scatter_block(sb, got, block, tc->t, op, MPI_COMM_WORLD, &o);
@@ -262,16 +282,19 @@ static void run_reduction(ct_coll coll, const char *alg, int pat, const type_cas
         rc = ct_exscan(sb, got, block, tc->t, op, MPI_COMM_WORLD, &o);
         break;
     }
+    const char *what = nonblocking ? (kind == CT_SCAN ? "iscan" : kind == CT_EXSCAN ? "iexscan"
+                                                         : "ireduce_scatter_block")
+                                   : ct_coll_name(kind);
     if (rc2 != MPI_SUCCESS) {
         char msg[MPI_MAX_ERROR_STRING];
         int len;
         MPI_Error_string(rc2, msg, &len);
-        fprintf(stderr, "rank %d: native %s failed: %s\n", rank, ct_coll_name(coll), msg);
+        fprintf(stderr, "rank %d: native %s failed: %s\n", rank, what, msg);
     }
     /* Only the result is defined: its elements (the holes of a derived type and
      * exscan's rank 0 are not). */
-    size_t cmp = coll == CT_EXSCAN && rank == 0 ? 0 : (size_t)mine * (size_t)e;
-    check(ct_coll_name(coll), alg, pat, tc, 0, inplace, got, want, cmp, rc);
+    size_t cmp = kind == CT_EXSCAN && rank == 0 ? 0 : (size_t)mine * (size_t)e;
+    check(what, alg, pat, tc, 0, inplace, got, want, cmp, rc);
     free(in);
     free(got);
     free(want);
@@ -321,10 +344,13 @@ int main(int argc, char **argv)
                         /* The reductions: MPI_SUM on MPI_INT, and the user-defined
                          * non-commutative op on a derived pair type (MPI libraries refuse
                          * predefined ops on derived types). */
-                        if (ti == 0)
-                            run_reduction(coll, info->name, pat, &types[0], MPI_SUM, ip);
-                        else if (!(info->flags & CT_ALG_NEEDS_COMMUTE))
-                            run_reduction(coll, info->name, pat, &pair_case, affine, ip);
+                        /* and the non-blocking form, where there is one (no arrays) */
+                        for (int nb = 0; nb <= (coll != CT_REDUCE_SCATTER); nb++) {
+                            if (ti == 0)
+                                run_reduction(coll, info->name, pat, &types[0], MPI_SUM, ip, nb);
+                            else if (!(info->flags & CT_ALG_NEEDS_COMMUTE))
+                                run_reduction(coll, info->name, pat, &pair_case, affine, ip, nb);
+                        }
                     }
                 }
         int bad = failures - before, all_bad;
