@@ -24,7 +24,7 @@
  * of a colltune request that belongs to the application's core.
  * COLLTUNE_SPLIT=auto (default) or S: the split tree's application levels.
  * MPI_Init and MPI_Init_thread ask for MPI_THREAD_MULTIPLE and start the
- * progress thread when a non-blocking choice wants it (a table entry measured
+ * progress thread only when a non-blocking choice wants it (a table entry measured
  * with the thread, or an algorithm forced by environment) and the node has a
  * core no rank is bound to; where it has none, the table's choice measured
  * without a thread serves the call (COLLTUNE_PROGRESS=auto, the default; on:
@@ -157,6 +157,7 @@ static void read_env(void)
     const char *table = getenv("COLLTUNE_TABLE");
     char why[512];
     if (table && *table && ct_table_load(table, why, sizeof why) != 0) {
+        ct_table_unload(); /* the unchecked look before MPI_Init may have loaded it */
         int rank = 0;
         PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
         if (rank == 0) /* once, not once per rank */
@@ -886,6 +887,35 @@ static int nonblocking_wants_thread(void)
     return 0;
 }
 
+/* Before MPI starts: whether a non-blocking choice may want the thread (a forced
+ * algorithm, or the table, read without its MPI check, which comes after MPI_Init),
+ * so that MPI_THREAD_MULTIPLE, which costs MPICH about a microsecond a call, is
+ * asked only then. */
+static int thread_may_be_wanted(void)
+{
+    static const char *const forced[] = {"COLLTUNE_BCAST_ALGORITHM", "COLLTUNE_REDUCE_ALGORITHM",
+                                         "COLLTUNE_ALLREDUCE_ALGORITHM",
+                                         "COLLTUNE_SCATTER_ALGORITHM",
+                                         "COLLTUNE_GATHER_ALGORITHM"};
+    for (size_t i = 0; i < sizeof forced / sizeof *forced; i++) {
+        const char *v = getenv(forced[i]);
+        if (v && *v)
+            return 1;
+    }
+    const char *table = getenv("COLLTUNE_TABLE");
+    char why[512];
+    return table && *table && ct_table_load(table, why, sizeof why) == 0 &&
+           ct_table_wants_progress();
+}
+
+/* The thread level to ask MPI for: MPI_THREAD_MULTIPLE where a thread may start. */
+static int thread_level(progress_mode mode, int required)
+{
+    if (mode == PROGRESS_ON || (mode == PROGRESS_AUTO && thread_may_be_wanted()))
+        return MPI_THREAD_MULTIPLE;
+    return required;
+}
+
 /* After MPI's own start: on, the thread whatever the cores; auto, only when a
  * non-blocking choice wants it and the node has a core no rank is bound to (else
  * the table's choices measured without a thread serve the calls). Collective over
@@ -901,9 +931,9 @@ static void start_progress(progress_mode mode)
 int MPI_Init(int *argc, char ***argv)
 {
     progress_mode mode = progress_wanted();
-    int provided, rc = mode != PROGRESS_OFF
-                           ? PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided)
-                           : PMPI_Init(argc, argv);
+    int provided, level = thread_level(mode, MPI_THREAD_SINGLE);
+    int rc = level != MPI_THREAD_SINGLE ? PMPI_Init_thread(argc, argv, level, &provided)
+                                        : PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) {
         start_progress(mode);
         ct_monitor_init();
@@ -914,8 +944,7 @@ int MPI_Init(int *argc, char ***argv)
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     progress_mode mode = progress_wanted();
-    int rc = PMPI_Init_thread(argc, argv, mode != PROGRESS_OFF ? MPI_THREAD_MULTIPLE : required,
-                              provided);
+    int rc = PMPI_Init_thread(argc, argv, thread_level(mode, required), provided);
     if (rc == MPI_SUCCESS) {
         start_progress(mode);
         ct_monitor_init();
