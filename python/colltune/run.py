@@ -20,7 +20,7 @@ from .bench.bench import (
     ratio_text,
     run_bench,
 )
-from .core.colls import COLLS
+from .core.colls import CLASSIC, COLLS
 from .core.files import Terminated
 from .core.mpi import MPIBuild, MPIError
 from .core.units import human_size
@@ -238,12 +238,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             from .tune.search import reduced_sizes
 
             predict = Model.from_p2p(build, load_p2p("p2p.json"))
-            from .tune.table import OPS
-
-            # the operations a table can hold (issue 22's new ones are benchmarked above but
-            # not tuned until the table takes them)
-            points = [(op, args.ranks, 0 if op == "barrier" else s) for op in COLLS
-                      if op in OPS
+            # the classic eight, as `colltune tune` by default (issue 22's operations are
+            # benchmarked above; `colltune tune --ops` tunes them on request)
+            points = [(op, args.ranks, 0 if op == "barrier" else s) for op in CLASSIC
                       for s in (reduced_sizes(8, args.max) if op != "barrier" else [0])]
             tdoc, evals, secs, _ = run_tuning(build, build.registry(), points, "model",
                                               output=TABLE, iters=5, predict_model=predict)

@@ -4,6 +4,9 @@
 COLLS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier",
          "allgatherv", "alltoallv", "gatherv", "scatterv", "reduce_scatter_block",
          "reduce_scatter", "scan", "exscan")
+# The eight classic operations: what `colltune tune` and `colltune run` tune by default and
+# what the MPI libraries' rule files (`colltune export-rules`) can take.
+CLASSIC = COLLS[:8]
 # Which sizes mean what, for the tables. The v-variants are measured and tuned with
 # even blocks (every count equal), what a size can say; the drop-in takes the real counts.
 SIZE_MEANING = {"bcast": "message", "reduce": "vector", "allreduce": "vector",

@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from ..core.colls import CLASSIC
 from ..core.files import write_atomic
 from . import table as tbl
 
@@ -119,9 +120,10 @@ OMPI_ONE_SIZE = {"gather", "scatter", "barrier"}
 
 
 def _by_op(doc: dict) -> dict[str, dict[int, list[dict]]]:
-    """op -> ranks -> entries ascending by size, ops in table.OPS order."""
+    """op -> ranks -> entries ascending by size, the classic operations in their order (the
+    libraries' rule files have no place for the others)."""
     out: dict[str, dict[int, list[dict]]] = {}
-    for op in tbl.OPS:
+    for op in CLASSIC:
         entries = [e for e in doc["entries"] if e["op"] == op]
         if entries:
             out[op] = {r: sorted((e for e in entries if e["ranks"] == r),

@@ -8,11 +8,12 @@ import json
 import math
 from pathlib import Path
 
+from ..core.colls import COLLS
 from ..core.files import is_int, is_number, problem_recorder, read_validated, write_atomic
 
 SCHEMA = "colltune-table"
 SCHEMA_VERSION = 1
-OPS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier")
+OPS = COLLS  # every blocking operation (the drop-in uses those whose sizes all ranks know)
 # The non-blocking operations a table may tune (`colltune tune-nbc`): their entries add the
 # split level, the progress mode and, measured with the thread, the best choice without one.
 NONBLOCKING = ("ibcast", "ireduce", "iallreduce", "iscatter", "igather")

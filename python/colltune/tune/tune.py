@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..bench.bench import bench_bytes_per_rank
 from ..core.args import UsageError, check_memory, need, positive_int, split_list
-from ..core.colls import COLLS
+from ..core.colls import CLASSIC, COLLS
 from ..core.files import Terminated
 from ..core.mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from ..core.progress import ProgressBar
@@ -154,7 +154,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "process count and size; write the tuning table")
     p.add_argument("--strategy", choices=sorted(STRATEGIES), default="model",
                    help="how to search the algorithms and segment sizes (default model)")
-    p.add_argument("--ops", default=",".join(COLLS), help="operations (default: all eight)")
+    p.add_argument("--ops", default=",".join(CLASSIC),
+                   help=f"operations (default: the classic eight; any of {', '.join(COLLS)})")
     p.add_argument("--ranks", default=None, help="process counts, e.g. 2-16 or 4,8,16 "
                                                   "(default: 2 to the cores)")
     p.add_argument("--sizes", default=None, help="size range, e.g. 8-4M (powers of two)")
