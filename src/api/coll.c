@@ -845,9 +845,29 @@ int ct_call_native_v(const ct_call *c, const ct_vargs *v)
     static const ct_vargs none = {NULL, NULL, NULL, NULL};
     if (!v)
         v = &none;
-    if (c->request) /* no non-blocking form with per-rank arrays goes through here yet */
-        return ct_coll_is_v(c->coll) && c->coll != CT_REDUCE_SCATTER_BLOCK ? MPI_ERR_INTERN
-                                                                           : ct_call_native(c);
+    if (c->request) {
+        MPI_Request *r = c->request;
+        switch (c->coll) {
+        case CT_ALLGATHERV:
+            return PMPI_Iallgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                    v->recvcounts, v->rdispls, c->recvtype, c->comm, r);
+        case CT_GATHERV:
+            return PMPI_Igatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
+                                 v->recvcounts, v->rdispls, c->recvtype, c->root, c->comm, r);
+        case CT_SCATTERV:
+            return PMPI_Iscatterv(c->sendbuf, v->sendcounts, v->sdispls, c->sendtype, c->recvbuf,
+                                  c->recvcount, c->recvtype, c->root, c->comm, r);
+        case CT_ALLTOALLV:
+            return PMPI_Ialltoallv(c->sendbuf, v->sendcounts, v->sdispls, c->sendtype,
+                                   c->recvbuf, v->recvcounts, v->rdispls, c->recvtype, c->comm,
+                                   r);
+        case CT_REDUCE_SCATTER:
+            return PMPI_Ireduce_scatter(c->sendbuf, c->recvbuf, v->recvcounts, c->recvtype,
+                                        c->op, c->comm, r);
+        default:
+            return ct_call_native(c);
+        }
+    }
     switch (c->coll) {
     case CT_ALLGATHERV:
         return PMPI_Allgatherv(c->sendbuf, c->sendcount, c->sendtype, c->recvbuf,
@@ -1603,6 +1623,12 @@ int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reje
                     ct_job *job, int *go, const char **ran)
 {
     return call_prepare(c, NULL, opts, native_on_reject, job, go, ran);
+}
+
+int ct_call_prepare_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                      int native_on_reject, ct_job *job, int *go, const char **ran)
+{
+    return call_prepare(c, v, opts, native_on_reject, job, go, ran);
 }
 
 /* ---- The fast path of blocking calls ---------------------------------------- */

@@ -51,6 +51,11 @@ typedef struct ct_job {
  * path leaves *c->request set. */
 int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reject,
                     ct_job *job, int *go, const char **ran);
+/* The same with the v-variants' arrays (v NULL: none), for their non-blocking
+ * forms: the schedule takes the counts here; MPI forbids changing the arrays
+ * before completion anyway. */
+int ct_call_prepare_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                      int native_on_reject, ct_job *job, int *go, const char **ran);
 
 /* After the schedule ran: the unpack into the caller's buffer. */
 int ct_job_finish(ct_job *job);

@@ -142,6 +142,10 @@ static int choose_v(const ct_call *c, long long bytes, ct_options *opts, int *er
         }
         opts->algorithm = forced[coll].algorithm;
         const ct_algorithm_info *info = ct_algorithm_find(coll, opts->algorithm);
+        /* An algorithm that needs every rank's counts broadcasts the root's first, a
+         * blocking exchange a non-blocking start must not make: native runs instead. */
+        if (c->request && info && (info->flags & CT_ALG_ALL_COUNTS))
+            return 1;
         int commutative = 1;
         if (info && (info->flags & CT_ALG_NEEDS_COMMUTE) && c->op != MPI_OP_NULL &&
             PMPI_Op_commutative(c->op, &commutative) == MPI_SUCCESS && !commutative) {
@@ -202,7 +206,7 @@ static int intercept_v(const ct_call *c, const ct_vargs *v)
     unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
     ct_monitor_in_collective = 1; /* the executor's messages are collective traffic */
     int rc = native       ? ct_call_native_v(c, v) /* the non-blocking one with a request */
-             : c->request ? ct_nbc_start(c, &o, 1, &ran)
+             : c->request ? ct_nbc_start_v(c, v, &o, 1, &ran)
                           : ct_call_run_v(c, v, &o, 1, &ran);
     ct_monitor_in_collective = 0;
     if (ct_monitor_level) {
@@ -318,6 +322,56 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
     ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
                  request};
     return intercept_v(&c, NULL);
+}
+
+int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                    MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype,
+                 MPI_OP_NULL,   0,       comm,      request};
+    ct_vargs v = {NULL, NULL, recvcounts, displs};
+    return intercept_v(&c, &v);
+}
+
+int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                   MPI_Request *request)
+{
+    ct_call c = {CT_ALLTOALLV, sendbuf, 0, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, 0, comm,
+                 request};
+    ct_vargs v = {sendcounts, sdispls, recvcounts, rdispls};
+    return intercept_v(&c, &v);
+}
+
+int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                 MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype,
+                 MPI_OP_NULL, root,   comm,      request};
+    ct_vargs v = {NULL, NULL, recvcounts, displs};
+    return intercept_v(&c, &v);
+}
+
+int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                  int root, MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_SCATTERV, sendbuf, 0, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, root,    comm, request};
+    ct_vargs v = {sendcounts, displs, NULL, NULL};
+    return intercept_v(&c, &v);
+}
+
+int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_REDUCE_SCATTER, sendbuf, 0, datatype, recvbuf, 0, datatype, op, 0, comm,
+                 request};
+    ct_vargs v = {NULL, NULL, recvcounts, NULL};
+    return intercept_v(&c, &v);
 }
 
 /* ---- Large counts (MPI 4) ------------------------------------------------ */
@@ -534,6 +588,54 @@ int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatyp
         return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     return MPI_Iscan(sendbuf, recvbuf, (int)count, datatype, op, comm, request);
+}
+
+/* The non-blocking v-forms with large counts go to the library, counted: the int
+ * copies of their arrays would have to live until the request completes, which
+ * nothing here sees when the call ends native. */
+int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                      void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    count_native(CT_ALLGATHERV);
+    return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                              recvtype, comm, request);
+}
+
+int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
+                     const MPI_Aint sdispls[], MPI_Datatype sendtype, void *recvbuf,
+                     const MPI_Count recvcounts[], const MPI_Aint rdispls[],
+                     MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    count_native(CT_ALLTOALLV);
+    return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                             rdispls, recvtype, comm, request);
+}
+
+int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                   void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
+                   MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    count_native(CT_GATHERV);
+    return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                           root, comm, request);
+}
+
+int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
+                    MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
+                    MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
+{
+    count_native(CT_SCATTERV);
+    return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
+                            recvtype, root, comm, request);
+}
+
+int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
+                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                          MPI_Request *request)
+{
+    count_native(CT_REDUCE_SCATTER);
+    return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
 }
 
 int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,

@@ -859,6 +859,12 @@ int ct_nbc_misuse(MPI_Request request, const char *call)
 int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
                  const char **ran)
 {
+    return ct_nbc_start_v(c, NULL, opts, native_on_reject, ran);
+}
+
+int ct_nbc_start_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                   int native_on_reject, const char **ran)
+{
     ct_nbc_req *r = calloc(1, sizeof *r);
     if (!r)
         return ct_raise_error(c->comm, MPI_ERR_NO_MEM, "%s: out of memory",
@@ -867,7 +873,7 @@ int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
     ct_sched_init(&r->upper);
     ct_sched_init(&r->lower);
     r->errh = MPI_ERRHANDLER_NULL;
-    int go, rc = ct_call_prepare(c, opts, native_on_reject, &r->job, &go, ran);
+    int go, rc = ct_call_prepare_v(c, v, opts, native_on_reject, &r->job, &go, ran);
     if (!go) {
         req_free(r);
         return rc; /* native MPI took the call (or refused it) */

@@ -12,6 +12,10 @@ typedef struct ct_nbc_req ct_nbc_req;
 int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
                  const char **ran);
 
+/* The same for the v-variants and reduce_scatter, with their arrays. */
+int ct_nbc_start_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                   int native_on_reject, const char **ran);
+
 /* colltune's request behind an MPI request, or NULL. */
 ct_nbc_req *ct_nbc_find(MPI_Request request);
 

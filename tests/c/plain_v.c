@@ -3,8 +3,9 @@
  * that calls MPI_Allgatherv, MPI_Alltoallv, MPI_Gatherv, MPI_Scatterv,
  * MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Scan and MPI_Exscan, and
  * their _c forms where the MPI has them, and the non-blocking MPI_Ibarrier,
- * MPI_Ireduce_scatter_block, MPI_Iscan and MPI_Iexscan (_c too), on
- * MPI_COMM_WORLD and on a split
+ * MPI_Ireduce_scatter_block, MPI_Iscan and MPI_Iexscan (_c too), MPI_Iallgatherv,
+ * MPI_Ialltoallv, MPI_Igatherv, MPI_Iscatterv and MPI_Ireduce_scatter (int counts
+ * in both passes), on MPI_COMM_WORLD and on a split
  * communicator, checking every result against values it computes itself.
  * Prints each rank's count of calls per operation (a _c call counts for its
  * operation) and "all ok". tests/python/test_dropin_v.py preloads the drop-in.
@@ -14,11 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NOPS 12
+#define NOPS 17
 static const char *const names[NOPS] = {"allgatherv", "alltoallv", "gatherv", "scatterv",
                                         "reduce_scatter_block", "reduce_scatter", "scan",
                                         "exscan", "ibarrier", "ireduce_scatter_block",
-                                        "iscan", "iexscan"};
+                                        "iscan", "iexscan", "iallgatherv", "ialltoallv",
+                                        "igatherv", "iscatterv", "ireduce_scatter"};
 static int ncalls[NOPS], bad, wrank;
 #define MAXN 64
 #define GAP 2
@@ -237,6 +239,88 @@ static void run(MPI_Comm comm, int large)
             expect(buf[k] == (r - 1) * r / 2 + r * (k + 1), "iexscan", k);
 }
 
+/* The non-blocking v-forms, each started, left a moment with another call in
+ * between (the rank's own point-to-point to itself), then waited; the same
+ * layouts and checks as run()'s blocking calls. */
+static void run_nonblocking_v(MPI_Comm comm)
+{
+    int r, n;
+    MPI_Comm_rank(comm, &r);
+    MPI_Comm_size(comm, &n);
+    int counts[MAXN], displs[MAXN], buf[4 * MAXN * 8], in[4 * MAXN], self = 0, got = -1;
+    blocks(n, counts, displs);
+    int total = displs[0] + counts[0] + GAP;
+    MPI_Request req;
+
+    for (int k = 0; k < counts[r]; k++)
+        in[k] = r * 100 + k;
+    for (int k = 0; k < total; k++)
+        buf[k] = -1;
+    MPI_Iallgatherv(in, counts[r], MPI_INT, buf, counts, displs, MPI_INT, comm, &req);
+    MPI_Sendrecv(&self, 1, MPI_INT, r, 9, &got, 1, MPI_INT, r, 9, comm, MPI_STATUS_IGNORE);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ncalls[12]++;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < counts[i]; k++)
+            expect(buf[displs[i] + k] == i * 100 + k, "iallgatherv", i);
+    expect(buf[0] == -1, "iallgatherv gap", 0);
+
+    int sc[MAXN], sd[MAXN], rc[MAXN], rd[MAXN];
+    for (int j = 0; j < n; j++) {
+        sc[j] = (r + j) % 3 + 1;
+        sd[j] = 4 * j;
+        rc[j] = (j + r) % 3 + 1;
+        rd[j] = 4 * (n - 1 - j);
+        for (int k = 0; k < sc[j]; k++)
+            in[sd[j] + k] = r * 1000 + j * 10 + k;
+    }
+    for (int k = 0; k < 4 * n; k++)
+        buf[k] = -1;
+    MPI_Ialltoallv(in, sc, sd, MPI_INT, buf, rc, rd, MPI_INT, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ncalls[13]++;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < rc[i]; k++)
+            expect(buf[rd[i] + k] == i * 1000 + r * 10 + k, "ialltoallv", i);
+
+    int root = n / 2;
+    for (int k = 0; k < counts[r]; k++)
+        in[k] = r * 100 + k + 7;
+    for (int k = 0; k < total; k++)
+        buf[k] = -1;
+    MPI_Igatherv(in, counts[r], MPI_INT, buf, counts, displs, MPI_INT, root, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ncalls[14]++;
+    if (r == root)
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < counts[i]; k++)
+                expect(buf[displs[i] + k] == i * 100 + k + 7, "igatherv", i);
+
+    for (int k = 0; k < total; k++)
+        in[k] = k * 3 + 1;
+    for (int k = 0; k < 4; k++)
+        buf[k] = -1;
+    MPI_Iscatterv(in, counts, displs, MPI_INT, buf, counts[r], MPI_INT, root, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ncalls[15]++;
+    for (int k = 0; k < counts[r]; k++)
+        expect(buf[k] == (displs[r] + k) * 3 + 1, "iscatterv", k);
+
+    int off = 0, mine = 0;
+    for (int i = 0; i < n; i++) {
+        if (i == r)
+            mine = off;
+        off += counts[i];
+    }
+    for (int k = 0; k < off; k++)
+        in[k] = r + k;
+    MPI_Ireduce_scatter(in, buf, counts, MPI_INT, MPI_SUM, comm, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    ncalls[16]++;
+    for (int k = 0; k < counts[r]; k++)
+        expect(buf[k] == n * (n - 1) / 2 + n * (mine + k), "ireduce_scatter", k);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -250,6 +334,8 @@ int main(int argc, char **argv)
     for (int large = 0; large <= (MPI_VERSION >= 4); large++) {
         run(MPI_COMM_WORLD, large);
         run(half, large);
+        run_nonblocking_v(MPI_COMM_WORLD);
+        run_nonblocking_v(half);
     }
     MPI_Comm_free(&half);
     char line[512];
