@@ -16,9 +16,9 @@
  * the call (non-commutative operation) go to native.
  * COLLTUNE_LOG=debug logs every intercepted call and what ran to stderr.
  *
- * Non-blocking: MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce, MPI_Iscatter and
- * MPI_Igather choose the same way (COLLTUNE_<OP>_ALGORITHM names the blocking
- * operation's algorithms); their requests are generalized requests, and the
+ * Non-blocking: MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce, MPI_Iscatter,
+ * MPI_Igather, MPI_Iallgather and MPI_Ialltoall choose the same way
+ * (COLLTUNE_<OP>_ALGORITHM names the blocking operation's algorithms); their requests are generalized requests, and the
  * wait and test family (MPI_Wait, MPI_Test, MPI_Waitall, MPI_Testall,
  * MPI_Waitany, MPI_Testany, MPI_Waitsome, MPI_Testsome) first runs the part
  * of a colltune request that belongs to the application's core.
@@ -479,6 +479,22 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
     return intercept(&c);
 }
 
+int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_ALLGATHER, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount,    recvtype, MPI_OP_NULL, 0,        comm, request};
+    return intercept(&c);
+}
+
+int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
+{
+    ct_call c = {CT_ALLTOALL, sendbuf,  sendcount,   sendtype, recvbuf,
+                 recvcount,   recvtype, MPI_OP_NULL, 0,        comm, request};
+    return intercept(&c);
+}
+
 /* ---- Large-count collectives (MPI 4) --------------------------------------
  * Programs built for MPI 4 may call the _c forms for any count (mpi4py does on MPICH): a
  * call whose counts fit an int is the classic call and goes through colltune like it; a
@@ -595,6 +611,28 @@ int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
                               root, comm, request);
     return MPI_Igather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
                        root, comm, request);
+}
+
+int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                     MPI_Request *request)
+{
+    if (!FITS_INT(sendcount) || !FITS_INT(recvcount))
+        return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                 comm, request);
+    return MPI_Iallgather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
+                          comm, request);
+}
+
+int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+                    void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm,
+                    MPI_Request *request)
+{
+    if (!FITS_INT(sendcount) || !FITS_INT(recvcount))
+        return PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                comm, request);
+    return MPI_Ialltoall(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
+                         comm, request);
 }
 #endif
 

@@ -1,13 +1,13 @@
 /*
  * An unmodified MPI program (plain mpicc, no colltune header) that calls the
  * non-blocking collectives MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce,
- * MPI_Iscatter and MPI_Igather and completes them every way an application
+ * MPI_Iscatter, MPI_Igather, MPI_Iallgather and MPI_Ialltoall and completes them every way an application
  * does: MPI_Wait, an MPI_Test loop, MPI_Waitall together with its own
  * point-to-point requests, MPI_Waitany, and several in flight at once on
  * MPI_COMM_WORLD and a duplicate, waited in reverse order. Results are checked
  * against values computed by hand (not against MPI, which the drop-in may be
  * serving too). Prints "rank R nbc Ibcast=.. Ireduce=.. Iallreduce=..
- * Iscatter=.. Igather=.." (its own count of calls) and "all ok" at rank 0.
+ * Iscatter=.. Igather=.. Iallgather=.. Ialltoall=.." (its own count of calls) and "all ok" at rank 0.
  * tests/python/test_dropin.py runs it with libcolltune_pmpi preloaded.
  */
 #include <mpi.h>
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, nprocs, bad, ncalls[5];
+static int rank, nprocs, bad, ncalls[7];
 
 static int value(int r, int i) { return (r * 131 + i * 7) % 1000; }
 
@@ -106,6 +106,23 @@ static void round_of(int root, int count, int *mode)
     finish(&req, (*mode)++);
     for (int i = 0; rank == root && i < count * n; i++)
         check(a[i] == value(i / count, i % count), "Igather", root, count);
+    /* allgather: every rank's block everywhere; alltoall: block q of rank r goes to q */
+    for (int i = 0; i < count * n; i++)
+        a[i] = -1;
+    MPI_Iallgather(b, count, MPI_INT, a, count, MPI_INT, MPI_COMM_WORLD, &req);
+    ncalls[5]++;
+    finish(&req, (*mode)++);
+    for (int i = 0; i < count * n; i++)
+        check(a[i] == value(i / count, i % count), "Iallgather", root, count);
+    for (int i = 0; i < count * n; i++) {
+        a[i] = value(rank * n + i / count, i % count);
+        b[i] = -1;
+    }
+    MPI_Ialltoall(a, count, MPI_INT, b, count, MPI_INT, MPI_COMM_WORLD, &req);
+    ncalls[6]++;
+    finish(&req, (*mode)++);
+    for (int i = 0; i < count * n; i++)
+        check(b[i] == value((i / count) * n + rank, i % count), "Ialltoall", root, count);
     free(a);
     free(b);
 }
@@ -145,8 +162,9 @@ int main(int argc, char **argv)
               0, C);
     }
     MPI_Comm_free(&dup);
-    printf("rank %d nbc Ibcast=%d Ireduce=%d Iallreduce=%d Iscatter=%d Igather=%d\n", rank,
-           ncalls[0], ncalls[1], ncalls[2], ncalls[3], ncalls[4]);
+    printf("rank %d nbc Ibcast=%d Ireduce=%d Iallreduce=%d Iscatter=%d Igather=%d "
+           "Iallgather=%d Ialltoall=%d\n",
+           rank, ncalls[0], ncalls[1], ncalls[2], ncalls[3], ncalls[4], ncalls[5], ncalls[6]);
     fflush(stdout);
     int all;
     MPI_Allreduce(&bad, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

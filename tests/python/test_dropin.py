@@ -198,10 +198,12 @@ def test_preload_prints_the_library(build):
 # ---- The non-blocking collectives (tests/c/plain_nbc.c) ----------------------------------
 
 NBC = {"bcast": "Ibcast", "reduce": "Ireduce", "allreduce": "Iallreduce",
-       "scatter": "Iscatter", "gather": "Igather"}
+       "scatter": "Iscatter", "gather": "Igather", "allgather": "Iallgather",
+       "alltoall": "Ialltoall"}
 NBC_CALLS = re.compile(r"rank (\d+) nbc" + "".join(rf" {n}=(\d+)" for n in NBC.values()))
 NBC_FORCED = {"bcast": "binomial", "reduce": "binomial", "allreduce": "recursive_doubling",
-              "scatter": "binomial", "gather": "binary"}
+              "scatter": "binomial", "gather": "binary", "allgather": "ring",
+              "alltoall": "pairwise"}
 
 
 def nbc_routed(stderr: str) -> dict[str, dict[str, int]]:
