@@ -27,8 +27,9 @@
 #                                                   allreduce, scatter, gather at 64K, 1M, 4M
 #                                                   (one file per op), the strategies side by
 #                                                   side over the eight ops at the default
-#                                                   sizes (bench/strategies_study.py):
-#                                                   OUTDIR/issue21.tgz
+#                                                   sizes (bench/strategies_study.py), and
+#                                                   colltune tune-nbc at 12 ranks (threads on
+#                                                   the 4 free cores): OUTDIR/issue21.tgz
 #   bench/device.sh OUTDIR tune [NRANKS [STEP...]]  issue 8's figures, resumable: the paper's
 #                                                   table 2 cases (8 ranks) per strategy, the
 #                                                   grid at NRANKS (16) per strategy and MPI,
@@ -120,11 +121,12 @@ issue21)
     #   validate    colltune validate-model at NRANKS, one op at a time (an op whose JSON
     #               is complete is skipped)
     #   strategies  bench/strategies_study.py at NRANKS (resumes by its own JSON)
+    #   nbc         colltune tune-nbc at NBC_RANKS (12), with and without progress threads
     work=${ISSUE21_DIR:-/tmp/colltune-device-issue21}
     n=${1:-16}
     shift || true
     steps=("$@")
-    [ ${#steps[@]} -gt 0 ] || steps=(p2p validate strategies)
+    [ ${#steps[@]} -gt 0 ] || steps=(p2p validate strategies nbc)
     mkdir -p "$work"
     { date -u; uname -a; lscpu; } >"$work/machine.txt" 2>&1
     build_mpi mpich >"$work/build-mpich.log" 2>&1
@@ -156,7 +158,28 @@ issue21)
                 -o "$work/strategies.json" --markdown "$work/strategies.md" 2>&1 \
                 | tee -a "$work/strategies.log"
             ;;
-        *) echo "unknown issue21 step '$step' (p2p, validate, strategies)" >&2; exit 2 ;;
+        nbc)
+            # colltune tune-nbc at NBC_RANKS (12: 4 cores left for progress threads, so the
+            # thread candidates are measured), the five non-blocking operations, 4 sizes
+            nr=${NBC_RANKS:-12}
+            log "tune-nbc at $nr ranks"
+            COLLTUNE_MPI=mpich PYTHONPATH=python "${PYTHON:-python3}" - "$work/nbc-table.json" \
+                "$nr" <<'PY'
+import json, sys
+from colltune.tune.tune import machine_id
+doc = {"schema": "colltune-table", "schema_version": 1, "colltune_version": "0.1.0",
+       "created_at": "device", "strategy": "model", "machine": machine_id(),
+       "mpi": {"build": "mpich", "implementation": "MPICH", "version": "5.0.2"},
+       "entries": [{"op": "bcast", "ranks": int(sys.argv[2]), "size_bytes": 8,
+                    "algorithm": "native", "segsize": 0, "time_us": 0.0, "native_us": 0.0,
+                    "evaluations": 0}]}
+open(sys.argv[1], "w").write(json.dumps(doc))
+PY
+            COLLTUNE_MPI=mpich colltune tune-nbc "$work/nbc-table.json" --ranks "$nr" \
+                --sizes ${NBC_SIZES:-8,4K,64K,1M} --iters "${NBC_ITERS:-20}" 2>&1 \
+                | grep -v '\[#*\.*\]' | tee "$work/nbc.log"
+            ;;
+        *) echo "unknown issue21 step '$step' (p2p, validate, strategies, nbc)" >&2; exit 2 ;;
         esac
         tar czf "$out/issue21.tgz" -C "$work" .
     done
