@@ -28,6 +28,7 @@ from ..core.files import Terminated
 from ..core.mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from ..core.progress import ProgressBar
 from ..core.units import human_size, parse_size
+from ..model.validate import host_layout
 from . import table as tbl
 
 SEG_MIN = 1024
@@ -82,12 +83,15 @@ class Server:
             stop_process_group(self.proc, 5)
 
 
-def methods_for(registry: list[dict], op: str, size: int) -> dict[str, list[int]]:
+def methods_for(registry: list[dict], op: str, size: int,
+                one_node: bool = True) -> dict[str, list[int]]:
     """Every algorithm of op (native included) and the segment sizes worth trying at size:
-    0 (unsegmented: the whole message at once), then 1 KiB, 2 KiB, ... below the message."""
+    0 (unsegmented: the whole message at once), then 1 KiB, 2 KiB, ... below the message.
+    Across nodes (one_node False) the shared-memory family is left out: its ranks must share
+    memory, and ct_bench refuses it there."""
     out = {}
     for a in registry:
-        if a["coll"] != op:
+        if a["coll"] != op or (a["shared_memory"] and not one_node):
             continue
         if a["segmentable"] and size > SEG_MIN:
             segs, s = [], SEG_MIN
@@ -243,17 +247,18 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
                 max_size = max(p[2] for p in todo if p[0] == op and p[1] == n)
                 servers[key] = Server(build, op, n, max_size)
             server = servers[key]
-            methods = methods_for(registry, op, size)
+            nodes = host_layout(build, n)  # None: every rank on one host
+            methods = methods_for(registry, op, size, one_node=nodes is None)
 
             def evaluate(alg, seg, _size=size, _server=server):
                 return _server.evaluate(alg, seg, _size, iters)
 
             opts = {}
             if predict_model is not None:
-                opts["predict"] = (lambda alg, seg, _op=op, _size=size, _n=n:
+                opts["predict"] = (lambda alg, seg, _op=op, _size=size, _n=n, _nodes=nodes:
                                    float("inf") if alg == "native" else
-                                   predict_model.predict(_op, alg, _size, _n, segsize=seg)
-                                   ["predicted_us"])
+                                   predict_model.predict(_op, alg, _size, _n, segsize=seg,
+                                                         nodes=_nodes)["predicted_us"])
                 opts["top"] = top
             if strategy_name == "pipeline":
                 # The paper's pipeline trick: segment sizes from a chain along the tree's
@@ -366,7 +371,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 print(f"colltune tune: {args.p2p} not found: measuring it first (quick)",
                       file=sys.stderr)
                 measure_p2p(build, quick=True, output=args.p2p)
-            predict_model = Model.from_p2p(build, load_p2p(args.p2p))
+            # across hosts the model needs the p2p file's between-hosts layer too
+            across = any(host_layout(build, p[1]) is not None for p in points)
+            predict_model = Model.from_p2p(build, load_p2p(args.p2p), hosts=across)
         except Exception as e:  # noqa: BLE001 - any failure here is the model's, said plainly
             print(f"colltune tune: the model strategy needs point-to-point costs: {e}",
                   file=sys.stderr)
