@@ -254,8 +254,8 @@ def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
         now = _choice(fixed, point_key(row))[0]
         if now == "native":
             reason = ("the table says native here: both runs make the same MPI call; what is "
-                      "left is the drop-in's own cost (it starts MPI with "
-                      "MPI_THREAD_MULTIPLE unless COLLTUNE_PROGRESS=off) or noise")
+                      "left is the drop-in's own cost (its lookup and the monitor's hooks; "
+                      "MPI_THREAD_MULTIPLE where a progress thread may start) or noise")
         elif verdict == "noise":
             reason = (f"within noise: tuned slower in fewer than {SLOWER_SHARE:.0%} of the "
                       f"{row['rounds']} rounds")
