@@ -140,7 +140,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     group groups[MAX_GROUPS];
     int ngroups = 0, iters = 100, warmup = -1;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = !v;
         if (!bad && !strcmp(k, "--op")) {
@@ -167,7 +167,6 @@ int main(int argc, char **argv)
             MPI_Finalize();
             return 2;
         }
-        i++;
     }
     for (int g = 0; g < ngroups; g++)
         if (!strcmp(groups[g].op, "barrier") && groups[g].nsizes == 0)
