@@ -18,10 +18,11 @@
  *
  * Non-blocking: MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce, MPI_Iscatter,
  * MPI_Igather, MPI_Iallgather and MPI_Ialltoall choose the same way
- * (COLLTUNE_<OP>_ALGORITHM names the blocking operation's algorithms); their requests are generalized requests, and the
- * wait and test family (MPI_Wait, MPI_Test, MPI_Waitall, MPI_Testall,
- * MPI_Waitany, MPI_Testany, MPI_Waitsome, MPI_Testsome) first runs the part
- * of a colltune request that belongs to the application's core.
+ * (COLLTUNE_<OP>_ALGORITHM names the blocking operation's algorithms); their
+ * requests are generalized requests, and the wait and test family (MPI_Wait,
+ * MPI_Test, MPI_Waitall, MPI_Testall, MPI_Waitany, MPI_Testany, MPI_Waitsome,
+ * MPI_Testsome) first runs the part of a colltune request that belongs to the
+ * application's core.
  * COLLTUNE_SPLIT=auto (default) or S: the split tree's application levels.
  * MPI_Init and MPI_Init_thread ask for MPI_THREAD_MULTIPLE and start the
  * progress thread only when a non-blocking choice wants it (a table entry measured
@@ -147,10 +148,10 @@ static void read_env(void)
         if (*end == '\0' && v >= 0 && v < 64) {
             env_split = (int)v;
             env_split_given = 1;
-        }
-        else
+        } else {
             fprintf(stderr, "colltune: COLLTUNE_SPLIT='%s' is neither 'auto' nor a number of "
                             "levels; using auto\n", split);
+        }
     }
     const char *log = getenv("COLLTUNE_LOG");
     log_debug = log && strcmp(log, "debug") == 0;
