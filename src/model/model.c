@@ -93,6 +93,22 @@ static const char *check_table(const ct_cost_table *c)
                     return "cost table: negative concurrent one-way time";
         }
     }
+    if (c->nstream > 0) {
+        if (!c->stream_flows || !c->stream_bytes || !c->stream_gap_us || c->nstream_sizes < 1)
+            return "cost table: stream flow counts without their gaps";
+        if (c->stream_flows[0] != 1)
+            return "cost table: stream flow counts must start at 1 (one idle pair)";
+        for (int j = 0; j < c->nstream; j++) {
+            if (j && c->stream_flows[j] <= c->stream_flows[j - 1])
+                return "cost table: stream flow counts do not ascend";
+            for (int i = 0; i < c->nstream_sizes; i++)
+                if (!(c->stream_gap_us[(size_t)j * (size_t)c->nstream_sizes + i] > 0))
+                    return "cost table: stream gap not positive";
+        }
+        for (int i = 1; i < c->nstream_sizes; i++)
+            if (c->stream_bytes[i] <= c->stream_bytes[i - 1])
+                return "cost table: stream sizes do not ascend";
+    }
     return NULL;
 }
 
@@ -115,6 +131,35 @@ double ct_contention_factor(const ct_cost_table *c, double m, double k)
     for (; j < c->nconc; j++) {
         double x1 = kk[j], y1 = ct_cost_at(c, c->oneway_conc_us + (size_t)j * np, m);
         if (k <= x1 || j == c->nconc - 1) { /* between, or beyond the last: its segment */
+            t = y0 + (y1 - y0) * (k - x0) / (x1 - x0);
+            break;
+        }
+        x0 = x1;
+        y0 = y1;
+    }
+    double f = t / ref;
+    return f > 1 ? f : 1;
+}
+
+static int has_stack(const ct_cost_table *c)
+{
+    return c && c->nstream > 0 && c->stream_flows && c->stream_bytes && c->stream_gap_us;
+}
+
+double ct_stack_factor(const ct_cost_table *c, double m, double k)
+{
+    if (!has_stack(c) || k <= 1 || c->nstream < 2)
+        return 1;
+    /* The streams have their own sizes: a view of them as a cost table. */
+    ct_cost_table view = {.npoints = c->nstream_sizes, .size_bytes = c->stream_bytes};
+    size_t ns = (size_t)c->nstream_sizes;
+    const double *kk = c->stream_flows;
+    double ref = ct_cost_at(&view, c->stream_gap_us, m), x0 = 1, y0 = ref, t = ref;
+    if (!(ref > 0))
+        return 1;
+    for (int j = 1; j < c->nstream; j++) {
+        double x1 = kk[j], y1 = ct_cost_at(&view, c->stream_gap_us + (size_t)j * ns, m);
+        if (k <= x1 || j == c->nstream - 1) { /* between, or beyond the last: its segment */
             t = y0 + (y1 - y0) * (k - x0) / (x1 - x0);
             break;
         }
@@ -256,8 +301,9 @@ typedef struct rank_state {
 /* Where and when one message's data moved (contention, see model.h). */
 typedef struct xfer_rec {
     double begin, end; /* [x, x + T']; end < begin: not moved (yet) */
+    double hold;       /* host stacks: held over [x, x + hold] (its link occupancy) */
     double bytes;
-    int res[2];        /* its resources, -1 for none */
+    int res[4];        /* way out, way in, sending and receiving stack; -1 for none */
     const ct_cost_table *lc;
 } xfer_rec;
 
@@ -298,11 +344,16 @@ static const ct_cost_table *layer(const replay *R, int a, int b)
     return crosses(R, a, b) ? R->inter : R->c;
 }
 
+/* Message se's stretch in this pass (contention and host stack), 1 in the first. */
+static double stretch_of(const replay *R, const msg_end *se)
+{
+    return R->stretch && se->id < R->nstretch ? R->stretch[se->id] : 1;
+}
+
 /* The one-way time of message se in this pass: T, stretched by its contention. */
 static double oneway_of(const replay *R, const ct_cost_table *lc, const msg_end *se)
 {
-    double t = ct_cost_at(lc, lc->oneway_us, se->bytes);
-    return R->stretch && se->id < R->nstretch ? t * R->stretch[se->id] : t;
+    return ct_cost_at(lc, lc->oneway_us, se->bytes) * stretch_of(R, se);
 }
 
 /* Records where and when the data of se (from -> to) moved, starting at x. */
@@ -316,10 +367,17 @@ static void record_xfer(replay *R, int from, int to, const msg_end *se, double x
     r->end = x + oneway_of(R, lc, se);
     r->bytes = se->bytes;
     r->lc = lc;
+    r->hold = 0;
+    r->res[2] = r->res[3] = -1;
     int nn = R->nnodes > 0 ? R->nnodes : 1;
     if (crosses(R, from, to)) {
         r->res[0] = nn + R->node_of[from];     /* its node's way out */
         r->res[1] = 2 * nn + R->node_of[to];   /* the other node's way in */
+        if (has_stack(lc)) {                   /* both nodes' stacks, either direction */
+            r->res[2] = 3 * nn + R->node_of[from];
+            r->res[3] = 3 * nn + R->node_of[to];
+            r->hold = ct_link_occupancy(lc, se->bytes) * stretch_of(R, se);
+        }
     } else {
         r->res[0] = R->node_of ? R->node_of[from] : 0;
         r->res[1] = -1;
@@ -358,7 +416,8 @@ static double xfer_start(replay *R, int from, int to, msg_end *se, double ready,
         return ready;
     }
     link_use *L = &R->links[R->node_of[from]];
-    double d = ct_link_occupancy(lc, se->bytes), t = ready;
+    /* a host stack that spaces its messages out spaces them on the link too */
+    double d = ct_link_occupancy(lc, se->bytes) * stretch_of(R, se), t = ready;
     int at = 0;
     for (; at < L->n; at++) {
         if (L->end[at] <= t)
@@ -448,7 +507,7 @@ static int post_round(replay *R, int rank)
                     R->recs = nr;
                     R->cap_recs = ncap;
                 }
-                R->recs[id] = (xfer_rec){.begin = 0, .end = -1, .res = {-1, -1}};
+                R->recs[id] = (xfer_rec){.begin = 0, .end = -1, .res = {-1, -1, -1, -1}};
                 R->nrecs = id + 1;
             }
         } else {
@@ -684,6 +743,7 @@ out:
 /* One transfer's use of one resource, and the events of a resource's intervals. */
 typedef struct use {
     int res;
+    int stack; /* a host stack: held over [begin, begin + hold] */
     long msg;
 } use;
 
@@ -720,12 +780,18 @@ static double open_integral(const edge *e, const double *cum, const int *opn, in
     return cum[lo] + opn[lo] * (t - e[lo].t);
 }
 
+static double use_end(const xfer_rec *r, int stack)
+{
+    return stack ? r->begin + r->hold : r->end;
+}
+
 /* The concurrency of every recorded transfer (model.h): its resources' time-weighted
- * number of open intervals during its own, the larger of the two; into conc[msg]. */
-static int concurrency(const replay *R, double *conc)
+ * number of open intervals during its own, the larger of the two; into conc[msg] (ways
+ * out and in) and cstack[msg] (host stacks). */
+static int concurrency(const replay *R, double *conc, double *cstack)
 {
     long m = R->nrecs, nu = 0;
-    use *u = malloc((size_t)(2 * m + 1) * sizeof *u);
+    use *u = malloc((size_t)(4 * m + 1) * sizeof *u);
     edge *e = malloc((size_t)(4 * m + 1) * sizeof *e);
     double *cum = malloc((size_t)(4 * m + 1) * sizeof *cum);
     int *opn = malloc((size_t)(4 * m + 1) * sizeof *opn);
@@ -737,13 +803,12 @@ static int concurrency(const replay *R, double *conc)
         return -1;
     }
     for (long i = 0; i < m; i++) {
-        conc[i] = 1;
+        conc[i] = cstack[i] = 1;
         const xfer_rec *r = &R->recs[i];
-        if (!(r->end > r->begin))
-            continue; /* took no time: no contention, none caused */
-        for (int k = 0; k < 2; k++)
-            if (r->res[k] >= 0)
-                u[nu++] = (use){r->res[k], i};
+        for (int k = 0; k < 4; k++)
+            /* one that took no time: no contention, none caused */
+            if (r->res[k] >= 0 && use_end(r, k >= 2) > r->begin)
+                u[nu++] = (use){r->res[k], k >= 2, i};
     }
     qsort(u, (size_t)nu, sizeof *u, by_res);
     for (long a = 0, b; a < nu; a = b) {
@@ -752,7 +817,7 @@ static int concurrency(const replay *R, double *conc)
         int ne = 0;
         for (long i = a; i < b; i++) {
             e[ne++] = (edge){R->recs[u[i].msg].begin, +1};
-            e[ne++] = (edge){R->recs[u[i].msg].end, -1};
+            e[ne++] = (edge){use_end(&R->recs[u[i].msg], u[i].stack), -1};
         }
         qsort(e, (size_t)ne, sizeof *e, by_time);
         int open = 0;
@@ -765,11 +830,13 @@ static int concurrency(const replay *R, double *conc)
         }
         for (long i = a; i < b; i++) {
             const xfer_rec *r = &R->recs[u[i].msg];
-            double c = (open_integral(e, cum, opn, ne, r->end) -
+            double end = use_end(r, u[i].stack);
+            double c = (open_integral(e, cum, opn, ne, end) -
                         open_integral(e, cum, opn, ne, r->begin)) /
-                       (r->end - r->begin);
-            if (c > conc[u[i].msg])
-                conc[u[i].msg] = c;
+                       (end - r->begin);
+            double *into = u[i].stack ? &cstack[u[i].msg] : &conc[u[i].msg];
+            if (c > *into)
+                *into = c;
         }
     }
     free(u);
@@ -804,7 +871,7 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
         for (int r = 0; r < n; r++)
             if (node_of[r] + 1 > R.nnodes)
                 R.nnodes = node_of[r] + 1;
-    R.track = has_contention(costs) || has_contention(R.inter);
+    R.track = has_contention(costs) || has_contention(R.inter) || has_stack(R.inter);
     int rc = replay_pass(&R, res);
     res->passes = 1;
     res->converged = 1;
@@ -817,21 +884,23 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
     long m = R.nrecs;
     double *conc = malloc((size_t)(m + 1) * sizeof *conc);
     double *used = malloc((size_t)(m + 1) * sizeof *used);
+    double *cstack = malloc((size_t)(m + 1) * sizeof *cstack);
+    double *used_stack = malloc((size_t)(m + 1) * sizeof *used_stack);
     double *stretch = malloc((size_t)(m + 1) * sizeof *stretch);
     res->converged = 0;
-    if (!conc || !used || !stretch) {
+    if (!conc || !used || !cstack || !used_stack || !stretch) {
         rc = -1;
         snprintf(res->error, sizeof res->error, "out of memory");
         goto done;
     }
     for (long i = 0; i < m; i++)
-        used[i] = 1, stretch[i] = 1;
+        used[i] = used_stack[i] = stretch[i] = 1;
     R.stretch = stretch;
     R.nstretch = m;
     int damp = 0;
     double last_change = 0;
     for (int pass = 1; pass < CT_MODEL_MAX_PASSES; pass++) {
-        if (R.nrecs != m || concurrency(&R, conc)) {
+        if (R.nrecs != m || concurrency(&R, conc, cstack)) {
             rc = -1;
             snprintf(res->error, sizeof res->error, R.nrecs != m ? "model: passes differ"
                                                                   : "out of memory");
@@ -841,12 +910,16 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
         for (long i = 0; i < m; i++) {
             /* damped once the changes grow: an alternation settles in between */
             double c = damp ? 0.5 * (used[i] + conc[i]) : conc[i];
+            double cs = damp ? 0.5 * (used_stack[i] + cstack[i]) : cstack[i];
             const xfer_rec *r = &R.recs[i];
-            double f = r->lc ? ct_contention_factor(r->lc, r->bytes, c) : 1;
+            double f = r->lc ? ct_contention_factor(r->lc, r->bytes, c) *
+                                   (r->res[2] >= 0 ? ct_stack_factor(r->lc, r->bytes, cs) : 1)
+                             : 1;
             double d = (f > stretch[i] ? f - stretch[i] : stretch[i] - f) / f;
             if (d > change)
                 change = d;
             used[i] = c;
+            used_stack[i] = cs;
             stretch[i] = f;
         }
         if (change <= CT_MODEL_FACTOR_TOLERANCE) { /* this pass ran with its own factors */
@@ -863,6 +936,8 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
 done:
     free(conc);
     free(used);
+    free(cstack);
+    free(used_stack);
     free(stretch);
     free(R.recs);
     return rc;

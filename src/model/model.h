@@ -52,6 +52,20 @@
  * with contention data replaces the shared sending link of above (its
  * measured factor already contains the link's sharing); without it the link
  * queue stays as it is.
+ *
+ * Host stack (optional: nstream = 0 in the inter table gives the model without it,
+ * exactly). Issue 21: on hosts whose network stacks share a few cores (the test bed), a
+ * host that moves several streams of messages at once, in either direction, spaces them
+ * out more than its link does: per-message processing, not bandwidth. Measured by
+ * `ct_p2p --stream` (colltune p2p): the per-message gap of a stream of m-byte messages
+ * when the busiest host carries k flows (1: one pair; 2: both directions of one pair;
+ * k >= 3: k hosts sending to one). A message between nodes holds its sending node's
+ * stack and its receiving node's stack (one resource per node, both directions) over
+ * [x, x + its link occupancy]; its stack concurrency s is the larger of the two
+ * nodes' time-weighted number of such holds during its own, and it is stretched by
+ * S(s, m) = gap(s, m) / gap(1, m) (interpolated like F, never below 1): its one-way
+ * time, its gap and its link occupancy. With contention data too, the two factors
+ * multiply. The same repeated replays settle s as they settle c.
  */
 #ifndef CT_MODEL_H
 #define CT_MODEL_H
@@ -83,6 +97,15 @@ typedef struct ct_cost_table {
     const double *conc_pairs;    /* ascending counts of concurrent pairs, >= 1 */
     const double *oneway_conc_us; /* nconc x npoints, row j = per-pair one-way
                                      time with conc_pairs[j] pairs at once */
+    /* A host's stack (see "Host stack" above; an inter-node table only); nstream = 0:
+     * none. Appended after the contention fields, with its own sizes like the local
+     * table. */
+    int nstream;                 /* flow counts measured */
+    const double *stream_flows;  /* ascending, the first 1 (one idle pair) */
+    int nstream_sizes;
+    const double *stream_bytes;  /* ascending message sizes of the streams */
+    const double *stream_gap_us; /* nstream x nstream_sizes, row j = per-message gap of
+                                    a flow with stream_flows[j] flows at its host */
 } ct_cost_table;
 
 /* The replays stop once no factor moves by more than the tolerance, or after
@@ -155,6 +178,9 @@ int ct_model_predict_contention_named(const ct_cost_table *costs, const ct_cost_
 /* The contention factor F(c, m) of the table (1 without contention data;
  * exposed for the tests). */
 double ct_contention_factor(const ct_cost_table *costs, double m, double c);
+
+/* The host-stack factor S(s, m) of the table (1 without stream data). */
+double ct_stack_factor(const ct_cost_table *costs, double m, double s);
 
 /* Interpolated cost of m bytes in one of the table's columns (exposed for the
  * tests and the split-tree model). */

@@ -12,7 +12,9 @@
  * a schedule that can never finish. Contention (model.h): the factor's
  * interpolation, N-1 or k transfers at once (T F(k), T without the arrays),
  * overlap weighted by time, and a tree scatter that wins without contention
- * and loses with it.
+ * and loses with it. Host stacks (issue 21): a fan-in and both directions of a
+ * pair across hosts are stretched by the measured stream gaps, two pairs on hosts of
+ * their own and the same schedules inside one node are not.
  */
 #include <math.h>
 #include <stdio.h>
@@ -639,6 +641,105 @@ static void alltoall_rounds(void)
     }
 }
 
+/* ---------------------------------------------------------------- host stacks
+ * Issue 21: on the test bed a host that streams several flows of small messages at
+ * once (in either direction) spaces them out more than its link: per-message
+ * processing in a shared network stack. A synthetic inter table: T = 100, g = link
+ * occupancy = 50 us, os = or = 0; the per-message gap of a stream is 50, 80 and 150 us
+ * with 1, 2 and 3 flows at the busiest host, so S(2) = 1.6, S(3) = 3 (and S(2.5) =
+ * 2.3, S(4) = 4.4 by the last segment's line). Replays of k = 4 rounds, one message
+ * a flow a round:
+ *   fan-in, ranks 1-3 (a node each) to rank 0: the three messages of a round hold
+ *     rank 0's stack together (s = 3): each is stretched by 3, so the senders' next
+ *     messages leave every 150 us and the last lands at (k-1) 150 + 3 T = 750
+ *     (250 without stream data: (k-1) g + T);
+ *   both directions of one pair, each rank sending and receiving every round: s = 2
+ *     on both stacks, every round waits for its receive: k S(2) T = 640 (k T = 400);
+ *   two pairs on nodes of their own, and the fan-in inside one node: never charged,
+ *     (k-1) g + T = 250. */
+static const double st_flows[3] = {1, 2, 3}, st_bytes[2] = {1, 16 << 20};
+static const double st_gaps[6] = {50, 50, 80, 80, 150, 150};
+
+static ct_cost_table with_stack(ct_cost_table c)
+{
+    c.nstream = 3;
+    c.stream_flows = st_flows;
+    c.nstream_sizes = 2;
+    c.stream_bytes = st_bytes;
+    c.stream_gap_us = st_gaps;
+    return c;
+}
+
+/* k rounds: in each, every flow (from[i] -> to[i]) moves one 8 KiB message. */
+static double stream_replay(const ct_cost_table *intra, const ct_cost_table *inter,
+                            const int *node_of, int n, const int *from, const int *to,
+                            int nflows, int k, int *passes)
+{
+    ct_sched s[4], *ps[4] = {&s[0], &s[1], &s[2], &s[3]};
+    for (int r = 0; r < n; r++)
+        ct_sched_init(&s[r]);
+    for (int round = 0; round < k; round++) {
+        for (int r = 0; r < n; r++)
+            ct_sched_round(&s[r]);
+        for (int f = 0; f < nflows; f++) {
+            ct_sched_recv(&s[to[f]], from[f], CT_BUF_DST, 0, 8192);
+            ct_sched_send(&s[from[f]], to[f], CT_BUF_SRC, 0, 8192);
+        }
+    }
+    ct_model_result res = {0};
+    if (ct_model_run_layers(intra, inter, node_of, n, ps, 1, &res))
+        printf("FAIL stream replay: %s\n", res.error), failures++;
+    if (!res.converged)
+        printf("FAIL stream replay: not converged in %d passes\n", res.passes), failures++;
+    *passes = res.passes;
+    for (int r = 0; r < n; r++)
+        ct_sched_free(&s[r]);
+    return res.total_us;
+}
+
+static void host_stacks_share(void)
+{
+    const double t = 100, g = 50;
+    const int k = 4;
+    ct_cost_table plain = constant_table(0, 0, g, t, CT_MODE_IMMEDIATE);
+    ct_cost_table st = with_stack(plain);
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 1), 1, "stack factor at %s", "1 flow");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 2), 1.6, "stack factor at %s", "2 flows");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 2.5), 2.3, "stack factor at %s", "2.5 flows");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 4), 4.4, "stack factor at %s", "4 flows");
+    CHECK_NEAR(ct_stack_factor(&plain, 8192, 3), 1, "stack factor without %s", "streams");
+    const int apart[4] = {0, 1, 2, 3}, one[4] = {0, 0, 0, 0};
+    const int fan_from[3] = {1, 2, 3}, fan_to[3] = {0, 0, 0};
+    int passes;
+    CHECK_NEAR(stream_replay(&plain, &st, apart, 4, fan_from, fan_to, 3, k, &passes),
+               (k - 1) * 3 * g + 3 * t, "fan-in of 3 across hosts, %d rounds", k);
+    if (passes < 2)
+        printf("FAIL fan-in: one pass, the stacks were not replayed\n"), failures++;
+    CHECK_NEAR(stream_replay(&plain, &plain, apart, 4, fan_from, fan_to, 3, k, &passes),
+               (k - 1) * g + t, "fan-in of 3, no stream data, %d rounds", k);
+    CHECK_NEAR(stream_replay(&st, &st, one, 4, fan_from, fan_to, 3, k, &passes),
+               (k - 1) * g + t, "fan-in of 3 inside one node, %d rounds", k);
+    const int bi_from[2] = {0, 1}, bi_to[2] = {1, 0};
+    CHECK_NEAR(stream_replay(&plain, &st, apart, 2, bi_from, bi_to, 2, k, &passes),
+               k * 1.6 * t, "both directions of a pair across hosts, %d rounds", k);
+    CHECK_NEAR(stream_replay(&plain, &plain, apart, 2, bi_from, bi_to, 2, k, &passes),
+               k * t, "both directions, no stream data, %d rounds", k);
+    const int two_from[2] = {0, 2}, two_to[2] = {1, 3};
+    CHECK_NEAR(stream_replay(&plain, &st, apart, 4, two_from, two_to, 2, k, &passes),
+               (k - 1) * g + t, "two pairs on hosts of their own, %d rounds", k);
+    /* A bad table is refused. */
+    ct_cost_table bad = st;
+    static const double from_two[3] = {2, 3, 4};
+    bad.stream_flows = from_two;
+    ct_model_result res = {0};
+    ct_sched s0, *ps = &s0;
+    ct_sched_init(&s0);
+    if (ct_model_run_layers(&plain, &bad, apart, 1, &ps, 1, &res) == 0 ||
+        !strstr(res.error, "stream flow counts must start at 1"))
+        printf("FAIL stream flows from 2 accepted: '%s'\n", res.error), failures++;
+    ct_sched_free(&s0);
+}
+
 int main(void)
 {
     two_layers();
@@ -657,6 +758,7 @@ int main(void)
     overlap_is_weighted();
     tree_scatter_loses_to_contention();
     alltoall_rounds();
+    host_stacks_share();
     if (failures) {
         printf("%d model check(s) failed\n", failures);
         return 1;

@@ -19,6 +19,19 @@
  * round trip, averaged over the k pairs, median over the samples. Header {"ranks",
  * "binder", "library", "sizes", "concurrent", "pairs"}, then per size {"size_bytes",
  * "iterations", "oneway_concurrent_us": one per k}.
+ *
+ * --stream SCEN/SCEN/...: the per-message gap of streams of messages that run at the same time
+ * (issue 21: why many small segments cost more on a loaded bed than one idle pair says). A
+ * scenario is a comma-separated list of flows "A>B" (rank A streams to rank B); every rank
+ * runs --messages N rounds (default: enough for 4 MiB a flow, 16 to 1024) and in each round
+ * posts one receive per flow into it and one send per flow out of it, then waits for them
+ * all (the executor's round semantics, sched.h), so a rank on two flows sends and receives at
+ * once and "0>1,1>2,2>3" forwards along a chain. Per flow: the receiver's time from the
+ * common start to its last message, over N (the flow's per-message gap), median over the
+ * samples. Header {"ranks", "binder", "library", "sizes", "stream": [[[A,B],...], ...],
+ * "messages"}, then per size and scenario {"size_bytes", "scenario", "flows", "messages",
+ * "iterations", "gap_us": one per flow, "max_gap_us"}. --stream and --concurrent exclude
+ * each other.
  */
 
 #include <mpi.h>
@@ -41,6 +54,9 @@
 #define MODE_SAMPLES 5
 #define TAG_DATA 1
 #define TAG_DONE 2
+#define MAX_STREAM_MESSAGES 100000
+#define MAX_SCENARIOS 16
+#define MAX_FLOWS 64
 
 static int rank;
 
@@ -53,6 +69,8 @@ struct opts {
     int ncores, have_cores;
     int concurrent[MAX_PENDING]; /* --concurrent: pair counts; nconcurrent 0: the pair mode */
     int nconcurrent;
+    const char *stream;   /* --stream: the scenarios as given; NULL: not this mode */
+    int messages;         /* --messages: rounds a stream (0: from the size) */
     int iters; /* for small messages; fewer for large ones (iters_for) */
     int quick;
 };
@@ -80,6 +98,8 @@ static int fail_usage(const char *fmt, const char *what)
         fprintf(stderr, "\nusage: mpiexec -n 2 ct_p2p [--cores A,B] [--sizes LIST | --min B "
                         "--max B --per-octave N] [--iters N] [--pending LIST] [--quick]\n"
                         "       mpiexec -n 2P ct_p2p --concurrent K1,K2,.. [--cores C0,..] "
+                        "[sizes] [--iters N] [--quick]\n"
+                        "       mpiexec -n R ct_p2p --stream A>B,C>D/A>B,B>A/.. [--messages N] "
                         "[sizes] [--iters N] [--quick]\n");
     }
     return 2;
@@ -154,6 +174,52 @@ static int parse_counts(const char *s, int *out, int max)
     return n ? n : -1;
 }
 
+/* --stream's scenarios: flows "A>B" within a scenario, scenarios separated by '/'. */
+static int nscen, nflows[MAX_SCENARIOS], flows[MAX_SCENARIOS][MAX_FLOWS][2];
+
+static int parse_stream(const char *s, int nprocs)
+{
+    nscen = 0;
+    const char *p = s;
+    while (*p) {
+        if (nscen == MAX_SCENARIOS)
+            break;
+        int k = 0;
+        for (;;) {
+            char *end;
+            long a = strtol(p, &end, 10), b;
+            if (end == p || *end != '>' || a < 0 || a >= nprocs || k == MAX_FLOWS)
+                goto bad;
+            p = end + 1;
+            b = strtol(p, &end, 10);
+            if (end == p || b < 0 || b >= nprocs || b == a)
+                goto bad;
+            for (int j = 0; j < k; j++)
+                if (flows[nscen][j][0] == a && flows[nscen][j][1] == b)
+                    goto bad; /* one flow a pair: the tags would mix */
+            flows[nscen][k][0] = (int)a;
+            flows[nscen][k][1] = (int)b;
+            k++;
+            p = end;
+            if (*p != ',')
+                break;
+            p++;
+        }
+        nflows[nscen++] = k;
+        if (!*p)
+            return 0;
+        if (*p != '/' || !p[1])
+            goto bad;
+        p++;
+    }
+bad:
+    if (rank == 0)
+        fprintf(stderr, "ct_p2p: --stream: expected flows A>B of ranks 0..%d, distinct within a "
+                        "scenario, scenarios separated by '/' (at most %d, %d flows each), got "
+                        "'%s'\n", nprocs - 1, MAX_SCENARIOS, MAX_FLOWS, s);
+    return -1;
+}
+
 static int parse_args(int argc, char **argv, struct opts *o, int nprocs)
 {
     long min = 1, max = 16L << 20;
@@ -163,6 +229,8 @@ static int parse_args(int argc, char **argv, struct opts *o, int nprocs)
     o->quick = 0;
     o->have_cores = 0;
     o->nconcurrent = 0;
+    o->stream = NULL;
+    o->messages = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quick")) {
@@ -171,7 +239,8 @@ static int parse_args(int argc, char **argv, struct opts *o, int nprocs)
         }
         if (strcmp(a, "--cores") && strcmp(a, "--sizes") && strcmp(a, "--min") &&
             strcmp(a, "--max") && strcmp(a, "--per-octave") && strcmp(a, "--iters") &&
-            strcmp(a, "--pending") && strcmp(a, "--concurrent"))
+            strcmp(a, "--pending") && strcmp(a, "--concurrent") && strcmp(a, "--stream") &&
+            strcmp(a, "--messages"))
             return fail_usage("unknown option '%s'", a);
         if (!v)
             return fail_usage("%s needs a value", a);
@@ -184,6 +253,14 @@ static int parse_args(int argc, char **argv, struct opts *o, int nprocs)
             if (o->nconcurrent < 0)
                 return fail_usage("--concurrent: expected ascending pair counts from 1, got '%s'",
                                   v);
+        } else if (!strcmp(a, "--stream")) {
+            o->stream = v;
+        } else if (!strcmp(a, "--messages")) {
+            char *end;
+            long x = strtol(v, &end, 10);
+            if (x < 1 || x > MAX_STREAM_MESSAGES || *end)
+                return fail_usage("--messages: expected 1 to 100000, got '%s'", v);
+            o->messages = (int)x;
         } else if (!strcmp(a, "--sizes")) {
             sizes = v;
         } else if (!strcmp(a, "--min") || !strcmp(a, "--max")) {
@@ -241,8 +318,12 @@ static int parse_args(int argc, char **argv, struct opts *o, int nprocs)
                     2 * o->concurrent[o->nconcurrent - 1], nprocs);
         return 2;
     }
+    if (o->stream && o->nconcurrent)
+        return fail_usage("%s", "--stream and --concurrent exclude each other");
+    if (o->stream && parse_stream(o->stream, nprocs))
+        return 2;
     if (cores) {
-        int want = o->nconcurrent ? nprocs : 2;
+        int want = o->nconcurrent || o->stream ? nprocs : 2;
         o->ncores = 0;
         for (const char *p = cores; *p;) {
             char *end;
@@ -256,7 +337,7 @@ static int parse_args(int argc, char **argv, struct opts *o, int nprocs)
             p = *end ? end + 1 : end;
         }
         if (o->ncores != want) {
-            if (!o->nconcurrent)
+            if (!o->nconcurrent && !o->stream)
                 return fail_usage("--cores: expected two core ids A,B, got '%s'", cores);
             if (rank == 0)
                 fprintf(stderr, "ct_p2p: --cores: expected one core id per rank (%d), got "
@@ -584,7 +665,16 @@ static void print_header(const struct opts *o, int nprocs)
     printf("\",\"sizes\":[");
     for (int i = 0; i < o->nsizes; i++)
         printf(i ? ",%ld" : "%ld", o->sizes[i]);
-    if (o->nconcurrent) {
+    if (o->stream) {
+        printf("],\"stream\":[");
+        for (int c = 0; c < nscen; c++) {
+            printf(c ? ",[" : "[");
+            for (int f = 0; f < nflows[c]; f++)
+                printf(f ? ",[%d,%d]" : "[%d,%d]", flows[c][f][0], flows[c][f][1]);
+            printf("]");
+        }
+        printf("],\"messages\":%d}\n", o->messages);
+    } else if (o->nconcurrent) {
         printf("],\"concurrent\":[");
         for (int i = 0; i < o->nconcurrent; i++)
             printf(i ? ",%d" : "%d", o->concurrent[i]);
@@ -662,6 +752,111 @@ static void run_concurrent(const struct opts *o, int nprocs)
     }
 }
 
+/* --stream: one buffer to send and one to receive per flow a rank takes part in. */
+static int alloc_stream(const struct opts *o)
+{
+    long max = o->sizes[o->nsizes - 1];
+    nbufs = MAX_FLOWS;
+    sbuf = calloc(MAX_FLOWS, sizeof *sbuf);
+    rbuf = calloc(MAX_FLOWS, sizeof *rbuf);
+    samples = malloc((size_t)o->iters * MAX_FLOWS * sizeof *samples);
+    if (!sbuf || !rbuf || !samples)
+        return -1;
+    int outs = 0, ins = 0;
+    for (int c = 0; c < nscen; c++) {
+        int so = 0, si = 0;
+        for (int f = 0; f < nflows[c]; f++)
+            so += flows[c][f][0] == rank, si += flows[c][f][1] == rank;
+        outs = so > outs ? so : outs;
+        ins = si > ins ? si : ins;
+    }
+    for (int i = 0; i < outs; i++)
+        if (!(sbuf[i] = page_alloc((size_t)max)))
+            return -1;
+    for (int i = 0; i < ins; i++)
+        if (!(rbuf[i] = page_alloc((size_t)max)))
+            return -1;
+    return 0;
+}
+
+/* Rounds a stream of m-byte messages: --messages, else 4 MiB's worth, 16 to 1024 (long
+ * enough to run past the socket buffers and a token bucket of the link). */
+static int stream_messages(const struct opts *o, long size)
+{
+    if (o->messages)
+        return o->messages;
+    long n = (4L << 20) / size;
+    return n < 16 ? 16 : n > 1024 ? 1024 : (int)n;
+}
+
+/* One sample of scenario c: every rank runs its rounds; the receiver of each flow times it
+ * from the common start to its last message. gap[f] on rank 0: that time over the rounds. */
+static void stream_once(int c, long size, int rounds, double *gap)
+{
+    int n = (int)size, nf = nflows[c];
+    MPI_Request req[2 * MAX_FLOWS];
+    double mine[MAX_FLOWS] = {0}, all[MAX_FLOWS];
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < rounds; i++) {
+        int nr = 0, si = 0, ri = 0;
+        for (int f = 0; f < nf; f++)
+            if (flows[c][f][1] == rank)
+                MPI_Irecv(rbuf[ri++], n, MPI_BYTE, flows[c][f][0], TAG_DATA + 1 + f,
+                          MPI_COMM_WORLD, &req[nr++]);
+        for (int f = 0; f < nf; f++)
+            if (flows[c][f][0] == rank)
+                MPI_Isend(sbuf[si++], n, MPI_BYTE, flows[c][f][1], TAG_DATA + 1 + f,
+                          MPI_COMM_WORLD, &req[nr++]);
+        if (!nr)
+            break;
+        MPI_Waitall(nr, req, MPI_STATUSES_IGNORE);
+        /* a rank that receives a flow knows when its last message came */
+        if (i == rounds - 1)
+            for (int f = 0; f < nf; f++)
+                if (flows[c][f][1] == rank)
+                    mine[f] = (MPI_Wtime() - t0) * 1e6 / rounds;
+    }
+    MPI_Reduce(mine, all, nf, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        memcpy(gap, all, (size_t)nf * sizeof *gap);
+}
+
+static void run_stream(const struct opts *o)
+{
+    int steps = o->nsizes * nscen, done = 0;
+    for (int s = 0; s < o->nsizes; s++) {
+        long size = o->sizes[s];
+        int rounds = stream_messages(o, size);
+        int iters = o->iters < 5 ? o->iters : 5; /* a stream is itself many messages */
+        for (int c = 0; c < nscen; c++) {
+            int nf = nflows[c];
+            double gap[MAX_FLOWS];
+            stream_once(c, size, rounds, gap); /* warm-up */
+            for (int it = 0; it < iters; it++) {
+                stream_once(c, size, rounds, gap);
+                for (int f = 0; f < nf; f++)
+                    samples[(size_t)f * (size_t)iters + (size_t)it] = gap[f];
+            }
+            if (rank != 0)
+                continue;
+            double med[MAX_FLOWS], worst = 0;
+            for (int f = 0; f < nf; f++) {
+                med[f] = ct_median(samples + (size_t)f * (size_t)iters, iters);
+                worst = med[f] > worst ? med[f] : worst;
+            }
+            printf("{\"size_bytes\":%ld,\"scenario\":%d,\"flows\":[", size, c);
+            for (int f = 0; f < nf; f++)
+                printf(f ? ",[%d,%d]" : "[%d,%d]", flows[c][f][0], flows[c][f][1]);
+            printf("],\"messages\":%d,\"iterations\":%d", rounds, iters);
+            print_array("gap_us", med, nf);
+            printf(",\"max_gap_us\":%.4f}\n", worst);
+            fflush(stdout);
+            fprintf(stderr, "progress %d %d\n", ++done, steps);
+        }
+    }
+}
+
 int main(int argc, char **argv)
 {
     int nprocs;
@@ -670,7 +865,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
     int concurrent = 0;
     for (int i = 1; i < argc; i++)
-        concurrent |= !strcmp(argv[i], "--concurrent");
+        concurrent |= !strcmp(argv[i], "--concurrent") || !strcmp(argv[i], "--stream");
     if (nprocs != 2 && !concurrent) {
         if (rank == 0)
             fprintf(stderr, "ct_p2p: needs exactly 2 ranks (rank 0 sends, rank 1 receives), "
@@ -687,7 +882,9 @@ int main(int argc, char **argv)
     }
     const char *why = NULL;
     int ok = topo_init(&why) == 0 &&
-             (o.nconcurrent ? alloc_concurrent(&o) : alloc_buffers(&o)) == 0,
+             (o.stream        ? alloc_stream(&o)
+              : o.nconcurrent ? alloc_concurrent(&o)
+                              : alloc_buffers(&o)) == 0,
         all_ok;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (!all_ok) {
@@ -697,6 +894,12 @@ int main(int argc, char **argv)
         return 1;
     }
     print_header(&o, nprocs);
+    if (o.stream) {
+        run_stream(&o);
+        topo_fini();
+        MPI_Finalize();
+        return 0;
+    }
     if (o.nconcurrent) {
         run_concurrent(&o, nprocs);
         topo_fini();
