@@ -6,10 +6,14 @@
  * calls ompi_bcast_f), and MPICH's mpi_f08 calls PMPI_* for the routines without a
  * buffer (mpi_barrier_f08_, mpi_wait_f08_, mpi_init_f08_, ...). A Fortran program
  * under LD_PRELOAD=libcolltune_pmpi.so would bypass the C wrappers of pmpi.c. So the
- * Fortran symbols of every C function pmpi.c defines that Fortran can call are
- * defined here too: each converts its arguments and calls the C MPI_* function, which
- * resolves to colltune's own, so a Fortran call is tuned, logged and monitored like a
- * C one.
+ * Fortran symbols of every C function pmpi.c and pmpi_v.c define that Fortran can call
+ * are defined here too: each converts its arguments and calls the C MPI_* function,
+ * which resolves to colltune's own, so a Fortran call is tuned, logged and monitored
+ * like a C one. The MPI 4 persistent collectives (mpi_bcast_init ... mpi_exscan_init,
+ * mpi_start, mpi_startall) call the C MPI_*_init and MPI_Start(all) the same way:
+ * colltune's where the drop-in defines them, the library's where it does not, so they
+ * are right either way. (The large-count _c forms have no Fortran names but mpi_f08's
+ * MPICH *_f08ts_large_, which reach the C functions by themselves.)
  *
  * Symbols, per operation: the mpif.h / `use mpi` names under the four manglings of
  * Fortran compilers (mpi_bcast_, mpi_bcast__, mpi_bcast, MPI_BCAST), and the specific
@@ -20,8 +24,9 @@
  * mpi_f08 routines with a buffer are mpi_bcast_f08ts_, which take a C descriptor and
  * call the C MPI_Bcast: colltune's already.)
  *
- * Conversions: handles with MPI_Comm_f2c, MPI_Type_f2c, MPI_Op_f2c, MPI_Request_f2c /
- * MPI_Request_c2f, MPI_Message_f2c / c2f; statuses with MPI_Status_c2f, the Fortran
+ * Conversions: handles with MPI_Comm_f2c, MPI_Type_f2c, MPI_Op_f2c, MPI_Info_f2c,
+ * MPI_Request_f2c / MPI_Request_c2f, MPI_Message_f2c / c2f; INTEGER arrays of counts
+ * and displacements as int arrays; statuses with MPI_Status_c2f, the Fortran
  * MPI_STATUS_IGNORE / MPI_STATUSES_IGNORE recognised by address (MPI_F_STATUS_IGNORE,
  * MPI_F_STATUSES_IGNORE and mpi_f08's MPI_F08_STATUS(ES)_IGNORE); request arrays into a
  * C array and back (completed ones come back as MPI_REQUEST_NULL); the indices of
@@ -334,6 +339,315 @@ FORTRAN(mpi_igather, MPI_IGATHER,
                                COMM(comm), &r_),
                    req);
 }
+
+/* v-variants, reduce-scatters and scans (pmpi_v.c). Counts and displacements are
+ * INTEGER arrays, which are int arrays (the _Static_assert above). */
+#define INTS(f) ((const int *)(f))
+
+FORTRAN(mpi_allgatherv, MPI_ALLGATHERV,
+        (void *sb, F *sc, F *st, void *rb, F *rcs, F *displs, F *rt, F *comm, F *ierr))
+{
+    RETURN(MPI_Allgatherv(buf(sb), *sc, TYPE(st), buf(rb), INTS(rcs), INTS(displs), TYPE(rt),
+                          COMM(comm)));
+}
+
+FORTRAN(mpi_alltoallv, MPI_ALLTOALLV,
+        (void *sb, F *scs, F *sdispls, F *st, void *rb, F *rcs, F *rdispls, F *rt, F *comm,
+         F *ierr))
+{
+    RETURN(MPI_Alltoallv(buf(sb), INTS(scs), INTS(sdispls), TYPE(st), buf(rb), INTS(rcs),
+                         INTS(rdispls), TYPE(rt), COMM(comm)));
+}
+
+FORTRAN(mpi_gatherv, MPI_GATHERV,
+        (void *sb, F *sc, F *st, void *rb, F *rcs, F *displs, F *rt, F *root, F *comm,
+         F *ierr))
+{
+    RETURN(MPI_Gatherv(buf(sb), *sc, TYPE(st), buf(rb), INTS(rcs), INTS(displs), TYPE(rt),
+                       *root, COMM(comm)));
+}
+
+FORTRAN(mpi_scatterv, MPI_SCATTERV,
+        (void *sb, F *scs, F *displs, F *st, void *rb, F *rc, F *rt, F *root, F *comm,
+         F *ierr))
+{
+    RETURN(MPI_Scatterv(buf(sb), INTS(scs), INTS(displs), TYPE(st), buf(rb), *rc, TYPE(rt),
+                        *root, COMM(comm)));
+}
+
+FORTRAN(mpi_reduce_scatter, MPI_REDUCE_SCATTER,
+        (void *sb, void *rb, F *rcs, F *type, F *op, F *comm, F *ierr))
+{
+    RETURN(MPI_Reduce_scatter(buf(sb), buf(rb), INTS(rcs), TYPE(type), OP(op), COMM(comm)));
+}
+
+FORTRAN(mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK,
+        (void *sb, void *rb, F *rc, F *type, F *op, F *comm, F *ierr))
+{
+    RETURN(MPI_Reduce_scatter_block(buf(sb), buf(rb), *rc, TYPE(type), OP(op), COMM(comm)));
+}
+
+FORTRAN(mpi_scan, MPI_SCAN, (void *sb, void *rb, F *count, F *type, F *op, F *comm, F *ierr))
+{
+    RETURN(MPI_Scan(buf(sb), buf(rb), *count, TYPE(type), OP(op), COMM(comm)));
+}
+
+FORTRAN(mpi_exscan, MPI_EXSCAN,
+        (void *sb, void *rb, F *count, F *type, F *op, F *comm, F *ierr))
+{
+    RETURN(MPI_Exscan(buf(sb), buf(rb), *count, TYPE(type), OP(op), COMM(comm)));
+}
+
+/* The rest of the non-blocking family (pmpi.c's Iallgather and Ialltoall, pmpi_v.c's). */
+
+FORTRAN(mpi_iallgather, MPI_IALLGATHER,
+        (void *sb, F *sc, F *st, void *rb, F *rc, F *rt, F *comm, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Iallgather(buf(sb), *sc, TYPE(st), buf(rb), *rc, TYPE(rt), COMM(comm),
+                                  &r_),
+                   req);
+}
+
+FORTRAN(mpi_ialltoall, MPI_IALLTOALL,
+        (void *sb, F *sc, F *st, void *rb, F *rc, F *rt, F *comm, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Ialltoall(buf(sb), *sc, TYPE(st), buf(rb), *rc, TYPE(rt), COMM(comm),
+                                 &r_),
+                   req);
+}
+
+FORTRAN(mpi_ibarrier, MPI_IBARRIER, (F *comm, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Ibarrier(COMM(comm), &r_), req);
+}
+
+FORTRAN(mpi_iallgatherv, MPI_IALLGATHERV,
+        (void *sb, F *sc, F *st, void *rb, F *rcs, F *displs, F *rt, F *comm, F *req,
+         F *ierr))
+{
+    RETURN_REQUEST(MPI_Iallgatherv(buf(sb), *sc, TYPE(st), buf(rb), INTS(rcs), INTS(displs),
+                                   TYPE(rt), COMM(comm), &r_),
+                   req);
+}
+
+FORTRAN(mpi_ialltoallv, MPI_IALLTOALLV,
+        (void *sb, F *scs, F *sdispls, F *st, void *rb, F *rcs, F *rdispls, F *rt, F *comm,
+         F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Ialltoallv(buf(sb), INTS(scs), INTS(sdispls), TYPE(st), buf(rb),
+                                  INTS(rcs), INTS(rdispls), TYPE(rt), COMM(comm), &r_),
+                   req);
+}
+
+FORTRAN(mpi_igatherv, MPI_IGATHERV,
+        (void *sb, F *sc, F *st, void *rb, F *rcs, F *displs, F *rt, F *root, F *comm,
+         F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Igatherv(buf(sb), *sc, TYPE(st), buf(rb), INTS(rcs), INTS(displs),
+                                TYPE(rt), *root, COMM(comm), &r_),
+                   req);
+}
+
+FORTRAN(mpi_iscatterv, MPI_ISCATTERV,
+        (void *sb, F *scs, F *displs, F *st, void *rb, F *rc, F *rt, F *root, F *comm,
+         F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Iscatterv(buf(sb), INTS(scs), INTS(displs), TYPE(st), buf(rb), *rc,
+                                 TYPE(rt), *root, COMM(comm), &r_),
+                   req);
+}
+
+FORTRAN(mpi_ireduce_scatter, MPI_IREDUCE_SCATTER,
+        (void *sb, void *rb, F *rcs, F *type, F *op, F *comm, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Ireduce_scatter(buf(sb), buf(rb), INTS(rcs), TYPE(type), OP(op),
+                                       COMM(comm), &r_),
+                   req);
+}
+
+FORTRAN(mpi_ireduce_scatter_block, MPI_IREDUCE_SCATTER_BLOCK,
+        (void *sb, void *rb, F *rc, F *type, F *op, F *comm, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Ireduce_scatter_block(buf(sb), buf(rb), *rc, TYPE(type), OP(op),
+                                             COMM(comm), &r_),
+                   req);
+}
+
+FORTRAN(mpi_iscan, MPI_ISCAN,
+        (void *sb, void *rb, F *count, F *type, F *op, F *comm, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Iscan(buf(sb), buf(rb), *count, TYPE(type), OP(op), COMM(comm), &r_),
+                   req);
+}
+
+FORTRAN(mpi_iexscan, MPI_IEXSCAN,
+        (void *sb, void *rb, F *count, F *type, F *op, F *comm, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Iexscan(buf(sb), buf(rb), *count, TYPE(type), OP(op), COMM(comm), &r_),
+                   req);
+}
+
+/* -- Persistent collectives (MPI 4) --
+ * Each calls the C MPI_*_init and MPI_Start(all): colltune's where the drop-in defines
+ * them, the library's otherwise (then the Fortran call still works, natively). A
+ * persistent request keeps its handle across starts; it is converted back all the same,
+ * as the C side may hand out a request of its own. */
+#if MPI_VERSION >= 4
+#define INFO(f) MPI_Info_f2c(*(f))
+
+FORTRAN(mpi_bcast_init, MPI_BCAST_INIT,
+        (void *b, F *count, F *type, F *root, F *comm, F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Bcast_init(buf(b), *count, TYPE(type), *root, COMM(comm), INFO(info),
+                                  &r_),
+                   req);
+}
+
+FORTRAN(mpi_reduce_init, MPI_REDUCE_INIT,
+        (void *sb, void *rb, F *count, F *type, F *op, F *root, F *comm, F *info, F *req,
+         F *ierr))
+{
+    RETURN_REQUEST(MPI_Reduce_init(buf(sb), buf(rb), *count, TYPE(type), OP(op), *root,
+                                   COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_allreduce_init, MPI_ALLREDUCE_INIT,
+        (void *sb, void *rb, F *count, F *type, F *op, F *comm, F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Allreduce_init(buf(sb), buf(rb), *count, TYPE(type), OP(op),
+                                      COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_scatter_init, MPI_SCATTER_INIT,
+        (void *sb, F *sc, F *st, void *rb, F *rc, F *rt, F *root, F *comm, F *info, F *req,
+         F *ierr))
+{
+    RETURN_REQUEST(MPI_Scatter_init(buf(sb), *sc, TYPE(st), buf(rb), *rc, TYPE(rt), *root,
+                                    COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_gather_init, MPI_GATHER_INIT,
+        (void *sb, F *sc, F *st, void *rb, F *rc, F *rt, F *root, F *comm, F *info, F *req,
+         F *ierr))
+{
+    RETURN_REQUEST(MPI_Gather_init(buf(sb), *sc, TYPE(st), buf(rb), *rc, TYPE(rt), *root,
+                                   COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_allgather_init, MPI_ALLGATHER_INIT,
+        (void *sb, F *sc, F *st, void *rb, F *rc, F *rt, F *comm, F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Allgather_init(buf(sb), *sc, TYPE(st), buf(rb), *rc, TYPE(rt),
+                                      COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_alltoall_init, MPI_ALLTOALL_INIT,
+        (void *sb, F *sc, F *st, void *rb, F *rc, F *rt, F *comm, F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Alltoall_init(buf(sb), *sc, TYPE(st), buf(rb), *rc, TYPE(rt),
+                                     COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_barrier_init, MPI_BARRIER_INIT, (F *comm, F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Barrier_init(COMM(comm), INFO(info), &r_), req);
+}
+
+FORTRAN(mpi_allgatherv_init, MPI_ALLGATHERV_INIT,
+        (void *sb, F *sc, F *st, void *rb, F *rcs, F *displs, F *rt, F *comm, F *info,
+         F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Allgatherv_init(buf(sb), *sc, TYPE(st), buf(rb), INTS(rcs),
+                                       INTS(displs), TYPE(rt), COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_alltoallv_init, MPI_ALLTOALLV_INIT,
+        (void *sb, F *scs, F *sdispls, F *st, void *rb, F *rcs, F *rdispls, F *rt, F *comm,
+         F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Alltoallv_init(buf(sb), INTS(scs), INTS(sdispls), TYPE(st), buf(rb),
+                                      INTS(rcs), INTS(rdispls), TYPE(rt), COMM(comm),
+                                      INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_gatherv_init, MPI_GATHERV_INIT,
+        (void *sb, F *sc, F *st, void *rb, F *rcs, F *displs, F *rt, F *root, F *comm,
+         F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Gatherv_init(buf(sb), *sc, TYPE(st), buf(rb), INTS(rcs), INTS(displs),
+                                    TYPE(rt), *root, COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_scatterv_init, MPI_SCATTERV_INIT,
+        (void *sb, F *scs, F *displs, F *st, void *rb, F *rc, F *rt, F *root, F *comm,
+         F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Scatterv_init(buf(sb), INTS(scs), INTS(displs), TYPE(st), buf(rb),
+                                     *rc, TYPE(rt), *root, COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_reduce_scatter_init, MPI_REDUCE_SCATTER_INIT,
+        (void *sb, void *rb, F *rcs, F *type, F *op, F *comm, F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Reduce_scatter_init(buf(sb), buf(rb), INTS(rcs), TYPE(type), OP(op),
+                                           COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_reduce_scatter_block_init, MPI_REDUCE_SCATTER_BLOCK_INIT,
+        (void *sb, void *rb, F *rc, F *type, F *op, F *comm, F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Reduce_scatter_block_init(buf(sb), buf(rb), *rc, TYPE(type), OP(op),
+                                                 COMM(comm), INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_scan_init, MPI_SCAN_INIT,
+        (void *sb, void *rb, F *count, F *type, F *op, F *comm, F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Scan_init(buf(sb), buf(rb), *count, TYPE(type), OP(op), COMM(comm),
+                                 INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_exscan_init, MPI_EXSCAN_INIT,
+        (void *sb, void *rb, F *count, F *type, F *op, F *comm, F *info, F *req, F *ierr))
+{
+    RETURN_REQUEST(MPI_Exscan_init(buf(sb), buf(rb), *count, TYPE(type), OP(op), COMM(comm),
+                                   INFO(info), &r_),
+                   req);
+}
+
+FORTRAN(mpi_start, MPI_START, (F *req, F *ierr))
+{
+    MPI_Request r = MPI_Request_f2c(*req);
+    int rc = MPI_Start(&r);
+    if (rc == MPI_SUCCESS)
+        *req = MPI_Request_c2f(r);
+    RETURN(rc);
+}
+
+FORTRAN(mpi_startall, MPI_STARTALL, (F *count, F *reqs, F *ierr))
+{
+    arrays a;
+    int rc = arrays_in(&a, *count, reqs, NULL);
+    if (rc != MPI_SUCCESS)
+        RETURN(rc);
+    rc = MPI_Startall(*count, a.req);
+    arrays_out(&a, rc, rc == MPI_SUCCESS ? *count : 0, reqs, NULL, 0);
+    RETURN(rc);
+}
+#endif /* MPI_VERSION >= 4 */
 
 /* -- Completion -- */
 

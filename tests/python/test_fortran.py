@@ -3,12 +3,16 @@ through mpif.h, `use mpi` and `use mpi_f08`, built with Debian's mpif90.openmpi 
 mpif90.mpich and run at 3 ranks with LD_PRELOAD of the drop-in built against that MPI
 (build/debian-openmpi, build/debian-mpich: scripts/build-debian-mpi.sh). With an algorithm
 forced for every operation, the COLLTUNE_LOG=debug log shows every Fortran collective call,
-blocking and non-blocking, routed to it (counted against the program's own count) and the
-results are right (the program checks them: MPI_IN_PLACE, MPI_BOTTOM, 1-based indices of
+blocking and non-blocking, the classic eight and the v-variants, reduce-scatters and scans,
+routed to it (counted against the program's own count) and the results are right (the
+program checks them: MPI_IN_PLACE, MPI_BOTTOM, uneven counts with gaps, 1-based indices of
 the wait and test family, requests back as MPI_REQUEST_NULL). Under COLLTUNE_MONITOR=count
 the monitor counts those collectives as colltune's (no native call, colltune's messages
 consistent), or, nothing forced, as native calls one for one; and the program's
-point-to-point messages exactly. Skips without Debian's MPIs or gfortran
+point-to-point messages exactly. With an MPI 4 (MPICH here) the program also starts
+persistent collectives twice each: right either way, and intercepted once the drop-in
+exports the C MPI_<Op>_init (checked with nm -D, so the test holds before and after the
+drop-in's persistent side lands). Skips without Debian's MPIs or gfortran
 (scripts/ensure-system-mpi.sh installs them as root)."""
 
 from __future__ import annotations
@@ -28,30 +32,68 @@ NRANKS = 3
 PROGRAMS = ("mpif", "mpi", "f08")  # tests/fortran/coll_<program>.F90
 # The program's operations, in the order of its "rank R calls ..." line.
 CALLS = ("Bcast", "Reduce", "Allreduce", "Scatter", "Gather", "Allgather", "Alltoall",
-         "Barrier", "Ibcast", "Ireduce", "Iallreduce", "Iscatter", "Igather")
+         "Barrier", "Ibcast", "Ireduce", "Iallreduce", "Iscatter", "Igather",
+         "Allgatherv", "Alltoallv", "Gatherv", "Scatterv", "Reduce_scatter",
+         "Reduce_scatter_block", "Scan", "Exscan", "Iallgather", "Ialltoall", "Ibarrier",
+         "Iallgatherv", "Ialltoallv", "Igatherv", "Iscatterv", "Ireduce_scatter",
+         "Ireduce_scatter_block", "Iscan", "Iexscan")
+# The persistent ones (an MPI 4 only): "Bcast_init=I/S", I inits and S starts.
+PERSISTENT = ("Bcast_init", "Allreduce_init", "Allgatherv_init", "Barrier_init")
+# gatherv and scatterv linear: their binomial trees want every count at the start, which
+# a non-blocking start leaves to the library.
 FORCED = {"bcast": "binomial", "reduce": "binomial", "gather": "binomial",
           "scatter": "binomial", "allreduce": "ring", "allgather": "ring",
-          "alltoall": "pairwise", "barrier": "dissemination"}
+          "alltoall": "pairwise", "barrier": "dissemination", "allgatherv": "bruck",
+          "alltoallv": "linear", "gatherv": "linear", "scatterv": "linear",
+          "reduce_scatter": "recursive_halving", "reduce_scatter_block": "pairwise",
+          "scan": "recursive_doubling", "exscan": "linear"}
 P2P_BYTES = 5 * 4  # each point-to-point message: 5 INTEGERs
 RECORD = re.compile(r"rank (\d+) calls" + "".join(rf" {c}=(\d+)" for c in CALLS)
-                    + r" p2p=(\d+)")
-LOG = re.compile(r"colltune: rank \d+/\d+ MPI_([A-Za-z]+) \d+ bytes -> ([a-z0-9_]+)")
+                    + r" p2p=(\d+) persistent"
+                    + "".join(rf" {p}=(\d+)/(\d+)" for p in PERSISTENT))
+LOG = re.compile(r"colltune: rank \d+/\d+ MPI_([A-Za-z_]+) \d+ bytes -> ([a-z0-9_]+)")
 
 
 def operation(call: str) -> str:
-    """'Ibcast' -> 'bcast': COLLTUNE_<OP>_ALGORITHM names the blocking operation's."""
-    name = call.lower()
+    """'Ibcast' -> 'bcast', 'Bcast_init' -> 'bcast': COLLTUNE_<OP>_ALGORITHM names the
+    blocking operation's."""
+    name = call.lower().removesuffix("_init")
     return name[1:] if name[1:] in FORCED else name
+
+
+def mpi_version(name: str) -> int:
+    """MPI_VERSION of Debian's MPI `name` (its mpi.h through its mpicc)."""
+    p = subprocess.run([f"/usr/bin/mpicc.{name}", "-E", "-dM", "-x", "c", "-"],
+                       input="#include <mpi.h>\n", capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    found = re.search(r"^#define MPI_VERSION (\d+)", p.stdout, re.M)
+    assert found, "no MPI_VERSION in mpi.h"
+    return int(found.group(1))
+
+
+def exported(library: Path) -> set[str]:
+    """The functions the library defines (nm -D)."""
+    nm = subprocess.run(["nm", "-D", "--defined-only", str(library)],
+                        capture_output=True, text=True, timeout=60)
+    assert nm.returncode == 0, nm.stderr
+    return {line.split()[-1] for line in nm.stdout.splitlines() if " T " in line}
 
 
 class Debian:
     """One of Debian's MPIs: its tools, the drop-in built against it, the programs."""
 
-    def __init__(self, name: str, programs: Path):
+    def __init__(self, name: str, programs: Path, mpi4: bool):
         self.name = name
         self.mpiexec = f"/usr/bin/mpiexec.{name}"
         self.library = project_root() / "build" / f"debian-{name}" / "libcolltune_pmpi.so"
         self.programs = programs
+        self.mpi4 = mpi4  # the programs start persistent collectives
+        self.symbols = exported(self.library)
+
+    def intercepts(self, persistent: str) -> bool:
+        """Whether the drop-in defines the C function of 'Bcast_init' (else the Fortran
+        entry point's call reaches the library's, unseen by colltune)."""
+        return f"MPI_{persistent}" in self.symbols
 
     def run(self, program: str, **env: str) -> subprocess.CompletedProcess:
         e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
@@ -89,17 +131,19 @@ def debian(request, tmp_path_factory) -> Debian:
                        capture_output=True, text=True, timeout=1200)
     assert b.returncode == 0, b.stderr[-4000:]
     out = tmp_path_factory.mktemp(f"fortran-{name}")
+    mpi4 = mpi_version(name) >= 4  # MPICH 4.0 has the persistent collectives, Open MPI 4.1 not
     for program in PROGRAMS:
         # mpif.h declares no interfaces: gfortran 10 and later want argument mismatches
         # (one buffer an INTEGER array here, a REAL*8 one there) allowed.
         c = subprocess.run([f"/usr/bin/mpif90.{name}", "-O0", "-g", "-w",
                             "-ffree-line-length-none", "-fallow-argument-mismatch",
+                            *(["-DCOLL_MPI4"] if mpi4 else []),
                             "-I", str(root / "tests" / "fortran"), "-J", str(out),
                             "-o", str(out / f"coll_{program}"),
                             str(root / "tests" / "fortran" / f"coll_{program}.F90")],
                            capture_output=True, text=True, timeout=300)
         assert c.returncode == 0, c.stderr[-4000:]
-    return Debian(name, out)
+    return Debian(name, out, mpi4)
 
 
 def ok(p: subprocess.CompletedProcess) -> None:
@@ -107,11 +151,22 @@ def ok(p: subprocess.CompletedProcess) -> None:
 
 
 def records(stdout: str) -> dict[int, dict[str, int]]:
-    """Each rank's own count of its calls (and of its point-to-point messages, 'p2p')."""
+    """Each rank's own count of its calls (and of its point-to-point messages, 'p2p'; of
+    its persistent inits, 'Bcast_init', and starts, 'Bcast_init/starts')."""
     found = RECORD.findall(stdout)
     assert sorted(int(m[0]) for m in found) == list(range(NRANKS)), stdout
-    return {int(m[0]): dict(zip([*CALLS, "p2p"], map(int, m[1:]), strict=True))
-            for m in found}
+    keys = [*CALLS, "p2p", *(k for p in PERSISTENT for k in (p, f"{p}/starts"))]
+    return {int(m[0]): dict(zip(keys, map(int, m[1:]), strict=True)) for m in found}
+
+
+def persistent_calls(debian: Debian, counts: dict[int, dict[str, int]]) -> dict[str, tuple]:
+    """Per persistent operation, all ranks' (inits, starts): both > 0 with an MPI 4 (the
+    program starts each twice), none without."""
+    calls = {p: (sum(c[p] for c in counts.values()),
+                 sum(c[f"{p}/starts"] for c in counts.values())) for p in PERSISTENT}
+    for p, (inits, starts) in calls.items():
+        assert (inits > 0 and starts == 2 * inits) if debian.mpi4 else inits == starts == 0, p
+    return calls
 
 
 def forced_env() -> dict[str, str]:
@@ -131,6 +186,16 @@ def test_every_collective_call_runs_the_forced_algorithm(debian, program):
         n = sum(c[call] for c in counts.values())
         assert n > 0, call  # the program calls every one
         assert routed.get(call) == {FORCED[operation(call)]: n}, (call, routed.get(call))
+    # A persistent collective the drop-in intercepts runs the forced algorithm, logged
+    # under its MPI_<Op>_init name once per init or once per start; one it does not leaves
+    # no line (the library runs it, and the program checked its results all the same).
+    for p, (inits, starts) in persistent_calls(debian, counts).items():
+        if debian.mpi4 and debian.intercepts(p):
+            got = routed.get(p, {})
+            assert set(got) == {FORCED[operation(p)]} and sum(got.values()) in (inits, starts), \
+                (p, got, inits, starts)
+        else:
+            assert p not in routed, (p, routed[p])
 
 
 def monitored(debian: Debian, program: str, tmp_path: Path, **env: str) -> tuple[dict, dict]:
@@ -165,25 +230,34 @@ def test_monitor_counts_the_collectives_as_colltunes(debian, program, tmp_path):
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_monitor_counts_every_native_call(debian, program, tmp_path):
     counts, doc = monitored(debian, program, tmp_path)
+    persistent_calls(debian, counts)
     for r in doc["per_rank"]:
         mine = counts[r["rank"]]
         want = {op: sum(mine[c] for c in CALLS if operation(c) == op) for op in FORCED}
-        assert {op: int(v["calls"]) for op, v in r["native"].items()} == want
+        got = {op: int(v["calls"]) for op, v in r["native"].items()}
+        # A persistent collective the drop-in intercepts and passes on is one native call
+        # per init or per start; one it does not intercept the monitor never sees.
+        for p in PERSISTENT:
+            op = operation(p)
+            extra = got.get(op, 0) - want[op]
+            allowed = {mine[p], mine[f"{p}/starts"]} if debian.intercepts(p) else {0}
+            assert extra in allowed, (op, got.get(op), want[op], allowed)
+            got[op] = want[op]
+        assert got == want
         assert r["coll_messages"] == 0, r
     check_point_to_point(counts, doc)
 
 
 def test_every_fortran_name_is_exported(debian):
     """mpif.h's four manglings and mpi_f08's specific procedure, for each routine."""
-    nm = subprocess.run(["nm", "-D", "--defined-only", str(debian.library)],
-                        capture_output=True, text=True, timeout=60)
-    assert nm.returncode == 0, nm.stderr
-    names = {line.split()[-1] for line in nm.stdout.splitlines() if " T " in line}
+    names = debian.symbols
     routines = [c.lower() for c in CALLS] + [
         "wait", "test", "waitall", "testall", "waitany", "testany", "waitsome", "testsome",
         "request_free", "request_get_status", "cancel", "op_free", "init", "init_thread",
         "finalize", "send", "ssend", "rsend", "bsend", "isend", "issend", "irsend",
         "ibsend", "recv", "irecv", "sendrecv", "sendrecv_replace", "mprobe", "improbe"]
+    if debian.mpi4:  # the persistent collectives, every one of MPI 4's
+        routines += [f"{op}_init" for op in FORCED] + ["start", "startall"]
     for r in routines:
         want = {f"mpi_{r}_", f"mpi_{r}__", f"mpi_{r}", f"MPI_{r.upper()}", f"mpi_{r}_f08_"}
         assert want <= names, (r, want - names)
