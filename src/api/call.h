@@ -32,6 +32,13 @@ typedef struct ct_vargs {
     const int *recvcounts, *rdispls;
 } ct_vargs;
 
+/* What a call colltune does not run becomes (native_on_reject): the public
+ * API's error, with colltune's message (RAISE); the library's own collective,
+ * so the program sees exactly what native MPI does (NATIVE, the drop-in); or
+ * nothing, reported to the caller, who starts the library's own (REPORT: the
+ * persistent forms; ct_call_prepare only). */
+enum { CT_REJECT_RAISE = 0, CT_REJECT_NATIVE = 1, CT_REJECT_REPORT = 2 };
+
 /*
  * Runs c with the options' algorithm (NULL opts: native). On arguments
  * colltune rejects, the public API raises its own error (with a message); the

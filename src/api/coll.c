@@ -936,6 +936,17 @@ static int unpack(const void *from, size_t bytes, void *to, long long count, MPI
     return PMPI_Unpack(from, (int)bytes, &pos, to, (int)count, t, MPI_COMM_SELF);
 }
 
+/* pack(), remembered for the job's next start (ct_job_restart). */
+static int job_pack(ct_job *job, const void *from, long long count, MPI_Datatype t, void *to,
+                    size_t bytes)
+{
+    if (job->nrepack < (int)(sizeof job->repack / sizeof job->repack[0]))
+        job->repack[job->nrepack++] = (struct ct_repack){from, count, t, to, bytes};
+    else
+        return MPI_ERR_INTERN; /* a call copies at most three inputs */
+    return pack(from, count, t, to, bytes);
+}
+
 /* The input as bytes: the user's buffer itself when dense, else packed. */
 static int src_view(ct_job *st, const void *buf, long long count, MPI_Datatype t,
                     size_t bytes, void **view)
@@ -950,7 +961,7 @@ static int src_view(ct_job *st, const void *buf, long long count, MPI_Datatype t
     if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, bytes)) != MPI_SUCCESS)
         return rc;
     *view = st->pack_src;
-    return pack(buf, count, t, st->pack_src, bytes);
+    return job_pack(st, buf, count, t, st->pack_src, bytes);
 }
 
 /* The output as bytes: the user's buffer when dense (*unpack_after = 0), else
@@ -1010,6 +1021,7 @@ static int prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry
     job->params = key;
     job->x.comm = st->priv;
     job->x.tag = (int)(st->seq++ & 0x7fff);
+    job->takes_tag = 1;
     return MPI_SUCCESS;
 }
 
@@ -1085,8 +1097,8 @@ static int setup_movement(const ct_call *c, comm_state *cs, ct_job *st, ct_param
                 MPI_Aint lb, extent;
                 PMPI_Type_get_extent(c->recvtype, &lb, &extent);
                 const char *own = (const char *)c->recvbuf + (MPI_Aint)rank * c->recvcount * extent;
-                if ((rc = pack(own, c->recvcount, c->recvtype,
-                               (char *)x.dst + (size_t)rank * block, block)) != MPI_SUCCESS)
+                if ((rc = job_pack(st, own, c->recvcount, c->recvtype,
+                                   (char *)x.dst + (size_t)rank * block, block)) != MPI_SUCCESS)
                     return rc;
             }
         }
@@ -1096,8 +1108,8 @@ static int setup_movement(const ct_call *c, comm_state *cs, ct_job *st, ct_param
         if (c->sendbuf == MPI_IN_PLACE) {
             /* The input is overwritten as results arrive: work from a copy. */
             if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, all)) != MPI_SUCCESS ||
-                (rc = pack(c->recvbuf, (long long)c->recvcount * n, c->recvtype, st->pack_src,
-                           all)) != MPI_SUCCESS)
+                (rc = job_pack(st, c->recvbuf, (long long)c->recvcount * n, c->recvtype,
+                               st->pack_src, all)) != MPI_SUCCESS)
                 return rc;
             x.src = st->pack_src;
         } else if ((rc = src_view(st, c->sendbuf, (long long)c->sendcount * n, c->sendtype,
@@ -1180,7 +1192,7 @@ static int dst_view_kept(ct_job *st, void *buf, long long elems, MPI_Datatype t,
 {
     int rc = dst_view(st, buf, t, bytes, view, unpack_after);
     if (rc == MPI_SUCCESS && *unpack_after && bytes)
-        rc = pack(buf, elems, t, *view, bytes);
+        rc = job_pack(st, buf, elems, t, *view, bytes);
     return rc;
 }
 
@@ -1275,8 +1287,8 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
             memcpy(cnt, rcnt, 2 * (size_t)n * sizeof *cnt);
             if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, out_bytes ? out_bytes : 1)) !=
                     MPI_SUCCESS ||
-                (out_bytes && (rc = pack(out_to, out_count, c->recvtype, st->pack_src,
-                                         out_bytes)) != MPI_SUCCESS))
+                (out_bytes && (rc = job_pack(st, out_to, out_count, c->recvtype, st->pack_src,
+                                             out_bytes)) != MPI_SUCCESS))
                 return rc;
             x.src = st->pack_src;
         } else {
@@ -1309,6 +1321,7 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
         /* A rank may have nothing to move where others have (a v-variant's counts are
          * per rank): its tag count moves on all the same, to stay in step with theirs. */
         cs->seq++;
+        st->takes_tag = 1;
         return MPI_SUCCESS;
     }
     st->x = x;
@@ -1319,6 +1332,27 @@ static int setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs,
     st->unpack_bytes = out_bytes;
     st->have_key = 0; /* the arrays change in place from call to call */
     return prepare_schedule(cs, st, e, p);
+}
+
+/* A new call on a prepared job: its tag, and its epoch on a shared segment. */
+static void next_call(ct_job *job, comm_state *st)
+{
+    job->x.tag = (int)(st->seq++ & 0x7fff);
+    if (job->segment)
+        job->x.epoch = (++((shm_segment *)job->segment)->seq) << 24;
+}
+
+int ct_job_restart(ct_job *job)
+{
+    if (job->takes_tag)
+        next_call(job, job->state);
+    for (int i = 0; i < job->nrepack; i++) {
+        const struct ct_repack *k = &job->repack[i];
+        int rc = pack(k->from, k->count, k->type, k->to, k->bytes);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    }
+    return MPI_SUCCESS;
 }
 
 int ct_job_finish(ct_job *job)
@@ -1437,6 +1471,18 @@ static int setup_reduction_v(const ct_call *c, const ct_vargs *v, comm_state *cs
     return prepare_schedule(cs, job, e, p);
 }
 
+/* Where colltune does not run the call: the library's own collective
+ * (CT_REJECT_NATIVE), or nothing run and *go = -1 for the caller to start it
+ * (CT_REJECT_REPORT: the persistent forms, whose native call takes an info). */
+static int not_ours(const ct_call *c, const ct_vargs *v, int native_on_reject, int *go)
+{
+    if (native_on_reject == CT_REJECT_REPORT) {
+        *go = -1;
+        return MPI_SUCCESS;
+    }
+    return ct_call_native_v(c, v);
+}
+
 static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *opts,
                         int native_on_reject, ct_job *job, int *go, const char **ran)
 {
@@ -1447,16 +1493,16 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
     *go = 0;
     if (c->comm == MPI_COMM_NULL) {
         if (native_on_reject)
-            return ct_call_native_v(c, v);
+            return not_ours(c, v, native_on_reject, go);
         return ct_raise_error(MPI_COMM_NULL, MPI_ERR_COMM, "%s on MPI_COMM_NULL", cname);
     }
     if ((rc = PMPI_Comm_test_inter(c->comm, &inter)) != MPI_SUCCESS)
-        return native_on_reject ? ct_call_native_v(c, v) : rc;
+        return native_on_reject ? not_ours(c, v, native_on_reject, go) : rc;
     PMPI_Comm_size(c->comm, &size);
     PMPI_Comm_rank(c->comm, &rank);
     if (check_args(c, rank, size, inter, &commutative, &why) != MPI_SUCCESS ||
         (!inter && check_vargs(c, v, rank, size, &why) != MPI_SUCCESS))
-        return native_on_reject ? ct_call_native_v(c, v) : raise_message(c->comm, why.cls, why.msg);
+        return native_on_reject ? not_ours(c, v, native_on_reject, go) : raise_message(c->comm, why.cls, why.msg);
 
     const char *alg = (opts && opts->algorithm && opts->algorithm[0]) ? opts->algorithm : NULL;
     ct_options tuned;
@@ -1500,9 +1546,21 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
                    "choose parts that keep rank order", cname, intra, inter_part);
     }
     if (why.cls != MPI_SUCCESS)
-        return native_on_reject ? ct_call_native_v(c, v) : raise_message(c->comm, why.cls, why.msg);
+        return native_on_reject ? not_ours(c, v, native_on_reject, go) : raise_message(c->comm, why.cls, why.msg);
+    /* Inter-communicators are MPI's business (the public API's too). */
     if ((e->info.flags & CT_ALG_NATIVE) || inter)
-        return ct_call_native_v(c, v); /* inter-communicators are MPI's business */
+        return not_ours(c, v,
+                        native_on_reject == CT_REJECT_REPORT ? CT_REJECT_REPORT
+                                                             : CT_REJECT_NATIVE,
+                        go);
+    /* An algorithm that broadcasts the root's counts first, a blocking exchange, cannot
+     * start a non-blocking or persistent call. */
+    if (c->request && (e->info.flags & CT_ALG_ALL_COUNTS))
+        return native_on_reject ? not_ours(c, v, native_on_reject, go)
+                                : ct_raise_error(c->comm, MPI_ERR_ARG,
+                                                 "%s algorithm '%s' exchanges the counts in a "
+                                                 "blocking step: not in a non-blocking call",
+                                                 cname, e->info.name);
 
     ct_params p;
     memset(&p, 0, sizeof p);
@@ -1520,7 +1578,7 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
     if (c->coll == CT_BCAST || reduces(c->coll)) {
         memset(&x, 0, sizeof x);
         if ((rc = ct_exec_describe_type(&x, c->recvtype)) != MPI_SUCCESS)
-            return native_on_reject ? ct_call_native_v(c, v)
+            return native_on_reject ? not_ours(c, v, native_on_reject, go)
                                     : ct_raise_error(c->comm, rc, "%s: invalid datatype", cname);
     }
     if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
@@ -1532,7 +1590,7 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
                                   e->info.name);
         if (st->shm.state < 0)
             return native_on_reject
-                       ? ct_call_native_v(c, v)
+                       ? not_ours(c, v, native_on_reject, go)
                        : ct_raise_error(c->comm, MPI_ERR_ARG,
                                         "%s algorithm '%s' needs every rank of the "
                                         "communicator on one node",
@@ -1556,7 +1614,7 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
         if (part_flags & CT_ALG_SHARED_MEMORY) {
             if (order_lost)
                 return native_on_reject
-                           ? ct_call_native_v(c, v)
+                           ? not_ours(c, v, native_on_reject, go)
                            : ct_raise_error(c->comm, MPI_ERR_OP,
                                             "%s/hier with the shm intra part needs a "
                                             "commutative operation when nodes interleave ranks",
@@ -1567,7 +1625,7 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
                                       "segments", cname);
             if (st->node_shm.state < 0)
                 return native_on_reject
-                           ? ct_call_native_v(c, v)
+                           ? not_ours(c, v, native_on_reject, go)
                            : ct_raise_error(c->comm, MPI_ERR_ARG,
                                             "%s/hier: the shm intra part needs the ranks of "
                                             "each node to share memory", cname);
@@ -1580,6 +1638,8 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
     job->segment = segment;
     job->empty = 0;
     job->unpack_after = 0;
+    job->nrepack = 0;
+    job->takes_tag = 0;
     *ran = e->info.name;
     if (c->coll == CT_REDUCE_SCATTER_BLOCK || c->coll == CT_REDUCE_SCATTER ||
         c->coll == CT_SCAN || c->coll == CT_EXSCAN) {
@@ -1619,14 +1679,8 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
     return MPI_SUCCESS;
 }
 
-int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reject,
-                    ct_job *job, int *go, const char **ran)
-{
-    return call_prepare(c, NULL, opts, native_on_reject, job, go, ran);
-}
-
-int ct_call_prepare_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
-                      int native_on_reject, ct_job *job, int *go, const char **ran)
+int ct_call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                    int native_on_reject, ct_job *job, int *go, const char **ran)
 {
     return call_prepare(c, v, opts, native_on_reject, job, go, ran);
 }
@@ -1725,12 +1779,10 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
             job->x.src = job->params.in_place ? c->recvbuf : (void *)c->sendbuf;
             job->x.dst = c->recvbuf;
         }
-        job->x.tag = (int)(st->seq++ & 0x7fff);
-        if (job->segment)
-            job->x.epoch = (++((shm_segment *)job->segment)->seq) << 24;
+        next_call(job, st);
         return run_job(c, st);
     }
-    rc = ct_call_prepare(c, opts, native_on_reject, NULL, &go, ran);
+    rc = call_prepare(c, NULL, opts, native_on_reject, NULL, &go, ran);
     if (!go)
         return rc;
     if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
@@ -1915,7 +1967,7 @@ static int start_public_nb(const ct_call *c, const ct_options *opts)
     if (!c->request)
         return ct_raise_error(c->comm, MPI_ERR_REQUEST, "%s: no request to return",
                               ct_coll_name(c->coll));
-    return ct_nbc_start(c, opts, 0, &ran);
+    return ct_nbc_start(c, NULL, opts, 0, &ran);
 }
 
 int ct_ibarrier(MPI_Comm comm, const ct_options *opts, MPI_Request *request)

@@ -42,20 +42,35 @@ typedef struct ct_job {
      * schedule's elements (ct_params.counts ...): 4 * N entries. */
     size_t *vcounts;
     size_t vcounts_len;
+    /* What preparing copied out of the program's buffers (a packed input, the
+     * receive buffer whose gaps must survive): redone at each start of a
+     * persistent call (ct_job_restart), as the program refills them in between. */
+    struct ct_repack {
+        const void *from;
+        long long count;
+        MPI_Datatype type;
+        void *to;
+        size_t bytes;
+    } repack[3];
+    int nrepack;
+    int takes_tag; /* the call took a tag of the communicator's sequence */
 } ct_job;
 
 /* Checks c and prepares *job for it (a fresh job: zero it first and init its
  * schedule). Returns MPI_SUCCESS with *go = 1 when colltune runs the call; with
  * *go = 0 the call is over (native MPI ran it, or it was refused) and the
  * return value is its result; for a non-blocking call (c->request) the native
- * path leaves *c->request set. */
-int ct_call_prepare(const ct_call *c, const ct_options *opts, int native_on_reject,
-                    ct_job *job, int *go, const char **ran);
-/* The same with the v-variants' arrays (v NULL: none), for their non-blocking
- * forms: the schedule takes the counts here; MPI forbids changing the arrays
- * before completion anyway. */
-int ct_call_prepare_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
-                      int native_on_reject, ct_job *job, int *go, const char **ran);
+ * path leaves *c->request set; with CT_REJECT_REPORT, *go = -1 says the call is
+ * the library's and nothing ran. v: the v-variants' arrays (NULL: none); the
+ * schedule takes the counts here (MPI forbids changing them before completion). */
+int ct_call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                    int native_on_reject, ct_job *job, int *go, const char **ran);
+
+/* The next start of a prepared job (a persistent call, MPI_Start): a new tag
+ * and shared-memory epoch, as every call takes, and the program's input copied
+ * again where preparing packed it. The schedule, algorithm and checks are the
+ * ones of the preparation. */
+int ct_job_restart(ct_job *job);
 
 /* After the schedule ran: the unpack into the caller's buffer. */
 int ct_job_finish(ct_job *job);

@@ -50,6 +50,7 @@
 #include "api/call.h"
 #include "api/job.h"
 #include "colltune.h"
+#include "dropin.h"
 #include "monitor/monitor.h"
 #include "nbc/nbc.h"
 #include "tune/table.h"
@@ -67,35 +68,11 @@ static int log_debug;
 static int env_split = CT_SPLIT_AUTO;
 static int env_split_given; /* COLLTUNE_SPLIT=S overrides the table's split level */
 
-/* "BCAST", "ALLGATHER", ... */
-static const char *upper_name(ct_coll coll)
-{
-    static char names[CT_NCOLL][16];
-    char *u = names[coll];
-    if (!u[0]) {
-        const char *n = ct_coll_name(coll);
-        size_t i = 0;
-        for (; n[i] && i < sizeof names[0] - 1; i++)
-            u[i] = (char)(n[i] - 'a' + 'A');
-        u[i] = '\0';
-    }
-    return u;
-}
-
-/* "Bcast", "Allgather", ... as in the MPI function names. */
-static const char *mpi_name(ct_coll coll)
-{
-    static const char *const names[CT_NCOLL] = {"Bcast",  "Reduce",    "Allreduce",
-                                                "Scatter", "Gather",   "Allgather",
-                                                "Alltoall", "Barrier"};
-    return names[coll];
-}
-
 static void read_env(void)
 {
     for (int c = 0; c < CT_NCOLL; c++) {
         char var[64];
-        snprintf(var, sizeof var, "COLLTUNE_%.15s_ALGORITHM", upper_name((ct_coll)c));
+        snprintf(var, sizeof var, "COLLTUNE_%.15s_ALGORITHM", ct_dropin_upper_name((ct_coll)c));
         const char *v = getenv(var);
         if (v && *v) {
             forced_alg[c].algorithm = v;
@@ -231,7 +208,7 @@ static int unknown_algorithm(ct_coll coll, MPI_Comm comm)
     valid_names(coll, names, sizeof names);
     int n = snprintf(msg, sizeof msg,
                      "colltune: COLLTUNE_%s_ALGORITHM='%s' is not %s %s algorithm; valid: %s",
-                     upper_name(coll), forced_alg[coll].algorithm,
+                     ct_dropin_upper_name(coll), forced_alg[coll].algorithm,
                      strchr("aeiou", ct_coll_name(coll)[0]) ? "an" : "a", ct_coll_name(coll),
                      names);
     if (n < 0)
@@ -277,12 +254,12 @@ static int choose(const ct_call *c, long long bytes, ct_options *opts, int *err)
             if (!__atomic_exchange_n(&said[coll], 1, __ATOMIC_RELAXED)) {
                 char name[24]; /* MPI_Allreduce, MPI_Iallreduce, ... */
                 snprintf(name, sizeof name, c->request ? "MPI_I%s" : "MPI_%s",
-                         c->request ? ct_coll_name(coll) : mpi_name(coll));
+                         c->request ? ct_coll_name(coll) : ct_dropin_mpi_name(coll));
                 fprintf(stderr,
                         "colltune: COLLTUNE_%s_ALGORITHM=%s needs a commutative operation and "
                         "this %s has one that is not: native %s ran instead (said once per "
                         "process)\n",
-                        upper_name(coll), opts->algorithm, name, name);
+                        ct_dropin_upper_name(coll), opts->algorithm, name, name);
             }
             return 1;
         }
@@ -312,6 +289,16 @@ static int choose(const ct_call *c, long long bytes, ct_options *opts, int *err)
     return 0;
 }
 
+/* dropin.h */
+int ct_dropin_choose(const ct_call *c, const ct_vargs *v, long long bytes, ct_options *opts,
+                     int *err)
+{
+    (void)v;
+    if (c->coll <= CT_BARRIER)
+        return choose(c, bytes, opts, err);
+    return ct_dropin_choose_v(c, bytes, opts, err);
+}
+
 static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *ran,
                      const ct_options *opts, int nonblocking)
 {
@@ -329,7 +316,7 @@ static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *r
     if (nonblocking) /* MPI_Ibcast, MPI_Iallreduce, ... */
         snprintf(name, sizeof name, "I%s", ct_coll_name(coll));
     else
-        snprintf(name, sizeof name, "%s", mpi_name(coll));
+        snprintf(name, sizeof name, "%s", ct_dropin_mpi_name(coll));
     int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s %lld bytes -> %s", rank,
                      size, name, bytes, ran);
     const ct_algorithm_info *info = native ? NULL : ct_algorithm_find(coll, ran);
@@ -364,7 +351,7 @@ static int intercept(const ct_call *c)
     if (native)
         rc = ct_call_native(c); /* the non-blocking one when c->request is set */
     else if (c->request)
-        rc = ct_nbc_start(c, &o, 1, &ran);
+        rc = ct_nbc_start(c, NULL, &o, 1, &ran);
     else
         rc = ct_call_run(c, &o, 1, &ran);
     ct_monitor_in_collective = 0;
@@ -845,6 +832,9 @@ int MPI_Request_free(MPI_Request *request)
     int rc = ct_nbc_misuse(*request, "MPI_Request_free");
     if (rc != MPI_SUCCESS)
         return rc;
+    ct_plan *plan = ct_plan_find(*request); /* an inactive persistent collective of colltune's */
+    if (plan)
+        return ct_plan_free(plan, request);
     if (ct_monitor_pending)
         ct_monitor_forget(*request); /* its receive will never be seen complete */
     return PMPI_Request_free(request);

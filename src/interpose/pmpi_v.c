@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "api/call.h"
+#include "dropin.h"
 #include "monitor/monitor.h"
 #include "nbc/nbc.h"
 #include "tune/table.h"
@@ -52,18 +53,12 @@ static struct {
     int invalid;           /* not in the registry */
 } forced[CT_NCOLL];
 static int log_debug;
-static char upper[CT_NCOLL][32]; /* "REDUCE_SCATTER_BLOCK", ... */
 
 static void read_env(void)
 {
     for (int i = 0; i < NV; i++) {
-        char var[80], *up = upper[v_ops[i]];
-        const char *n = ct_coll_name(v_ops[i]);
-        size_t k = 0;
-        for (; n[k] && k < sizeof upper[0] - 1; k++)
-            up[k] = (char)(n[k] >= 'a' && n[k] <= 'z' ? n[k] - 'a' + 'A' : n[k]);
-        up[k] = '\0';
-        snprintf(var, sizeof var, "COLLTUNE_%s_ALGORITHM", up);
+        char var[80];
+        snprintf(var, sizeof var, "COLLTUNE_%s_ALGORITHM", ct_dropin_upper_name(v_ops[i]));
         const char *v = getenv(var);
         if (v && *v) {
             forced[v_ops[i]].algorithm = v;
@@ -78,31 +73,6 @@ static void read_env(void)
     char why[512];
     if (table && *table && !ct_table_loaded())
         (void)ct_table_load(table, why, sizeof why);
-}
-
-/* "Allgatherv", ... as in the MPI function names. */
-static const char *mpi_name(ct_coll coll)
-{
-    switch (coll) {
-    case CT_ALLGATHERV:
-        return "Allgatherv";
-    case CT_ALLTOALLV:
-        return "Alltoallv";
-    case CT_GATHERV:
-        return "Gatherv";
-    case CT_SCATTERV:
-        return "Scatterv";
-    case CT_REDUCE_SCATTER_BLOCK:
-        return "Reduce_scatter_block";
-    case CT_REDUCE_SCATTER:
-        return "Reduce_scatter";
-    case CT_SCAN:
-        return "Scan";
-    case CT_BARRIER:
-        return "Barrier";
-    default:
-        return "Exscan";
-    }
 }
 
 /* A forced name the registry does not know: said once per operation, raised as
@@ -121,15 +91,15 @@ static int unknown_algorithm(ct_coll coll, MPI_Comm comm)
                                          used ? ", " : "", a->name);
         }
         fprintf(stderr, "colltune: COLLTUNE_%s_ALGORITHM='%s' is not a%s %s algorithm; valid: %s\n",
-                upper[coll], forced[coll].algorithm,
+                ct_dropin_upper_name(coll), forced[coll].algorithm,
                 strchr("aeiou", ct_coll_name(coll)[0]) ? "n" : "", ct_coll_name(coll), names);
     }
     MPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, MPI_ERR_ARG);
     return MPI_ERR_ARG;
 }
 
-/* Fills opts; 0 to run colltune, 1 for native; a bad environment sets *err. */
-static int choose_v(const ct_call *c, long long bytes, ct_options *opts, int *err)
+/* dropin.h */
+int ct_dropin_choose_v(const ct_call *c, long long bytes, ct_options *opts, int *err)
 {
     ct_coll coll = c->coll;
     pthread_once(&env_once, read_env);
@@ -141,11 +111,9 @@ static int choose_v(const ct_call *c, long long bytes, ct_options *opts, int *er
             return 1;
         }
         opts->algorithm = forced[coll].algorithm;
+        /* (An algorithm that broadcasts the counts first cannot start a non-blocking
+         * call: ct_call_prepare sends that one to the library.) */
         const ct_algorithm_info *info = ct_algorithm_find(coll, opts->algorithm);
-        /* An algorithm that needs every rank's counts broadcasts the root's first, a
-         * blocking exchange a non-blocking start must not make: native runs instead. */
-        if (c->request && info && (info->flags & CT_ALG_ALL_COUNTS))
-            return 1;
         int commutative = 1;
         if (info && (info->flags & CT_ALG_NEEDS_COMMUTE) && c->op != MPI_OP_NULL &&
             PMPI_Op_commutative(c->op, &commutative) == MPI_SUCCESS && !commutative) {
@@ -155,7 +123,7 @@ static int choose_v(const ct_call *c, long long bytes, ct_options *opts, int *er
                         "colltune: COLLTUNE_%s_ALGORITHM=%s needs a commutative operation and "
                         "this MPI_%s has one that is not: native MPI_%s ran instead (said once "
                         "per process)\n",
-                        upper[coll], opts->algorithm, mpi_name(coll), mpi_name(coll));
+                        ct_dropin_upper_name(coll), opts->algorithm, ct_dropin_mpi_name(coll), ct_dropin_mpi_name(coll));
             return 1;
         }
         return 0;
@@ -185,7 +153,7 @@ static void log_call(const ct_call *c, long long bytes, const char *ran)
     char line[256];
     int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s%s %lld bytes -> %s\n",
                      rank, size, c->request ? "I" : "",
-                     c->request ? ct_coll_name(c->coll) : mpi_name(c->coll), bytes, ran);
+                     c->request ? ct_coll_name(c->coll) : ct_dropin_mpi_name(c->coll), bytes, ran);
     if (n > 0 && n < (int)sizeof line) {
         ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
         (void)w;
@@ -199,14 +167,14 @@ static int intercept_v(const ct_call *c, const ct_vargs *v)
     long long bytes = ct_call_bytes_v(c, v);
     int native = (c->comm != MPI_COMM_NULL &&
                   PMPI_Comm_test_inter(c->comm, &inter) == MPI_SUCCESS && inter) ||
-                 choose_v(c, bytes, &o, &err);
+                 ct_dropin_choose_v(c, bytes, &o, &err);
     if (err != MPI_SUCCESS)
         return err;
     const char *ran = "native";
     unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
     ct_monitor_in_collective = 1; /* the executor's messages are collective traffic */
     int rc = native       ? ct_call_native_v(c, v) /* the non-blocking one with a request */
-             : c->request ? ct_nbc_start_v(c, v, &o, 1, &ran)
+             : c->request ? ct_nbc_start(c, v, &o, 1, &ran)
                           : ct_call_run_v(c, v, &o, 1, &ran);
     ct_monitor_in_collective = 0;
     if (ct_monitor_level) {
@@ -377,81 +345,16 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
 /* ---- Large counts (MPI 4) ------------------------------------------------ */
 
 #if MPI_VERSION >= 4
-#define FITS_INT(n) ((n) >= 0 && (n) <= INT_MAX)
-
-/* Arrays of the _c forms as ints: 0 when every entry fits (counts non-negative too),
- * -1 when one does not or memory is short (the call then goes to the library). The
- * caller frees *out. A NULL array stays NULL. */
-static int counts_to_int(const MPI_Count *a, int n, int **out)
-{
-    *out = NULL;
-    if (!a)
-        return 0;
-    int *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
-    if (!b)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        if (!FITS_INT(a[i])) {
-            free(b);
-            return -1;
-        }
-        b[i] = (int)a[i];
-    }
-    *out = b;
-    return 0;
-}
-
-static int displs_to_int(const MPI_Aint *a, int n, int **out)
-{
-    *out = NULL;
-    if (!a)
-        return 0;
-    int *b = malloc((size_t)(n > 0 ? n : 1) * sizeof *b);
-    if (!b)
-        return -1;
-    for (int i = 0; i < n; i++) {
-        if (a[i] < INT_MIN || a[i] > INT_MAX) {
-            free(b);
-            return -1;
-        }
-        b[i] = (int)a[i];
-    }
-    *out = b;
-    return 0;
-}
-
-/* The ranks of comm, or 0 (then every array stays NULL and the library decides). */
-static int comm_size(MPI_Comm comm)
-{
-    int n = 0, inter = 0;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter ||
-        PMPI_Comm_size(comm, &n) != MPI_SUCCESS)
-        return 0;
-    return n;
-}
-
-static int is_root(MPI_Comm comm, int root)
-{
-    int r = -1;
-    return comm != MPI_COMM_NULL && PMPI_Comm_rank(comm, &r) == MPI_SUCCESS && r == root;
-}
-
-/* A _c call colltune leaves to the library: counted by the monitor as native. */
-static void count_native(ct_coll coll)
-{
-    if (ct_monitor_level)
-        ct_monitor_native(coll, 0); /* its bytes would need the types: not counted */
-}
 
 int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
                      void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                      MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int n = comm_size(comm), *rc = NULL, *rd = NULL, ret;
-    if (!n || !FITS_INT(sendcount) || counts_to_int(recvcounts, n, &rc) ||
-        displs_to_int(displs, n, &rd)) {
+    int n = ct_dropin_comm_size(comm), *rc = NULL, *rd = NULL, ret;
+    if (!n || !CT_FITS_INT(sendcount) || ct_dropin_counts_to_int(recvcounts, n, &rc) ||
+        ct_dropin_displs_to_int(displs, n, &rd)) {
         free(rc);
-        count_native(CT_ALLGATHERV);
+        ct_dropin_count_native(CT_ALLGATHERV, 0);
         return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                  recvtype, comm);
     }
@@ -465,15 +368,15 @@ int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
                     MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[],
                     const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    int n = comm_size(comm), *sc = NULL, *sd = NULL, *rc = NULL, *rd = NULL, ret;
+    int n = ct_dropin_comm_size(comm), *sc = NULL, *sd = NULL, *rc = NULL, *rd = NULL, ret;
     int in_place = sendbuf == MPI_IN_PLACE;
-    if (!n || (!in_place && (counts_to_int(sendcounts, n, &sc) ||
-                             displs_to_int(sdispls, n, &sd))) ||
-        counts_to_int(recvcounts, n, &rc) || displs_to_int(rdispls, n, &rd)) {
+    if (!n || (!in_place && (ct_dropin_counts_to_int(sendcounts, n, &sc) ||
+                             ct_dropin_displs_to_int(sdispls, n, &sd))) ||
+        ct_dropin_counts_to_int(recvcounts, n, &rc) || ct_dropin_displs_to_int(rdispls, n, &rd)) {
         free(sc);
         free(sd);
         free(rc);
-        count_native(CT_ALLTOALLV);
+        ct_dropin_count_native(CT_ALLTOALLV, 0);
         return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                 rdispls, recvtype, comm);
     }
@@ -489,12 +392,12 @@ int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
                   void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                   MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    int n = comm_size(comm), *rc = NULL, *rd = NULL, ret;
-    int root_here = is_root(comm, root); /* the arrays mean something at the root only */
-    if (!n || !FITS_INT(sendcount) ||
-        (root_here && (counts_to_int(recvcounts, n, &rc) || displs_to_int(displs, n, &rd)))) {
+    int n = ct_dropin_comm_size(comm), *rc = NULL, *rd = NULL, ret;
+    int root_here = ct_dropin_is_root(comm, root); /* the arrays mean something at the root only */
+    if (!n || !CT_FITS_INT(sendcount) ||
+        (root_here && (ct_dropin_counts_to_int(recvcounts, n, &rc) || ct_dropin_displs_to_int(displs, n, &rd)))) {
         free(rc);
-        count_native(CT_GATHERV);
+        ct_dropin_count_native(CT_GATHERV, 0);
         return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                               recvtype, root, comm);
     }
@@ -508,12 +411,12 @@ int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_
                    MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                    MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    int n = comm_size(comm), *sc = NULL, *sd = NULL, ret;
-    int root_here = is_root(comm, root);
-    if (!n || !FITS_INT(recvcount) ||
-        (root_here && (counts_to_int(sendcounts, n, &sc) || displs_to_int(displs, n, &sd)))) {
+    int n = ct_dropin_comm_size(comm), *sc = NULL, *sd = NULL, ret;
+    int root_here = ct_dropin_is_root(comm, root);
+    if (!n || !CT_FITS_INT(recvcount) ||
+        (root_here && (ct_dropin_counts_to_int(sendcounts, n, &sc) || ct_dropin_displs_to_int(displs, n, &sd)))) {
         free(sc);
-        count_native(CT_SCATTERV);
+        ct_dropin_count_native(CT_SCATTERV, 0);
         return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
                                recvtype, root, comm);
     }
@@ -527,8 +430,8 @@ int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_
 int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (!FITS_INT(recvcount)) {
-        count_native(CT_REDUCE_SCATTER_BLOCK);
+    if (!CT_FITS_INT(recvcount)) {
+        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, 0);
         return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
     }
     return MPI_Reduce_scatter_block(sendbuf, recvbuf, (int)recvcount, datatype, op, comm);
@@ -537,9 +440,9 @@ int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count rec
 int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
                          MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    int n = comm_size(comm), *rc = NULL, ret;
-    if (!n || counts_to_int(recvcounts, n, &rc)) {
-        count_native(CT_REDUCE_SCATTER);
+    int n = ct_dropin_comm_size(comm), *rc = NULL, ret;
+    if (!n || ct_dropin_counts_to_int(recvcounts, n, &rc)) {
+        ct_dropin_count_native(CT_REDUCE_SCATTER, 0);
         return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     }
     ret = MPI_Reduce_scatter(sendbuf, recvbuf, rc, datatype, op, comm);
@@ -550,8 +453,8 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count rec
 int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                MPI_Op op, MPI_Comm comm)
 {
-    if (!FITS_INT(count)) {
-        count_native(CT_SCAN);
+    if (!CT_FITS_INT(count)) {
+        ct_dropin_count_native(CT_SCAN, 0);
         return PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
     }
     return MPI_Scan(sendbuf, recvbuf, (int)count, datatype, op, comm);
@@ -560,8 +463,8 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
 int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                  MPI_Op op, MPI_Comm comm)
 {
-    if (!FITS_INT(count)) {
-        count_native(CT_EXSCAN);
+    if (!CT_FITS_INT(count)) {
+        ct_dropin_count_native(CT_EXSCAN, 0);
         return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
     }
     return MPI_Exscan(sendbuf, recvbuf, (int)count, datatype, op, comm);
@@ -571,8 +474,8 @@ int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count re
                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                                 MPI_Request *request)
 {
-    if (!FITS_INT(recvcount)) {
-        count_native(CT_REDUCE_SCATTER_BLOCK);
+    if (!CT_FITS_INT(recvcount)) {
+        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, 0);
         return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm,
                                             request);
     }
@@ -583,8 +486,8 @@ int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count re
 int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                 MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (!FITS_INT(count)) {
-        count_native(CT_SCAN);
+    if (!CT_FITS_INT(count)) {
+        ct_dropin_count_native(CT_SCAN, 0);
         return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     return MPI_Iscan(sendbuf, recvbuf, (int)count, datatype, op, comm, request);
@@ -597,7 +500,7 @@ int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
                       void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    count_native(CT_ALLGATHERV);
+    ct_dropin_count_native(CT_ALLGATHERV, 0);
     return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                               recvtype, comm, request);
 }
@@ -607,7 +510,7 @@ int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[],
                      const MPI_Count recvcounts[], const MPI_Aint rdispls[],
                      MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    count_native(CT_ALLTOALLV);
+    ct_dropin_count_native(CT_ALLTOALLV, 0);
     return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                              rdispls, recvtype, comm, request);
 }
@@ -616,7 +519,7 @@ int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                    MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    count_native(CT_GATHERV);
+    ct_dropin_count_native(CT_GATHERV, 0);
     return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            root, comm, request);
 }
@@ -625,7 +528,7 @@ int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
                     MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    count_native(CT_SCATTERV);
+    ct_dropin_count_native(CT_SCATTERV, 0);
     return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
                             recvtype, root, comm, request);
 }
@@ -634,15 +537,15 @@ int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count re
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                           MPI_Request *request)
 {
-    count_native(CT_REDUCE_SCATTER);
+    ct_dropin_count_native(CT_REDUCE_SCATTER, 0);
     return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
 }
 
 int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
                   MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (!FITS_INT(count)) {
-        count_native(CT_EXSCAN);
+    if (!CT_FITS_INT(count)) {
+        ct_dropin_count_native(CT_EXSCAN, 0);
         return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     return MPI_Iexscan(sendbuf, recvbuf, (int)count, datatype, op, comm, request);

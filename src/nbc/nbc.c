@@ -46,8 +46,12 @@
 typedef enum { SHAPE_NONE = 0, SHAPE_ONE_TO_ALL, SHAPE_ALL_TO_ONE } tree_shape;
 
 struct ct_nbc_req {
-    ct_job job;
-    ct_sched upper, lower;    /* the thread's part and the application's part */
+    ct_job *job;              /* own_job, or a persistent call's (borrowed) */
+    ct_job own_job;
+    int borrowed;             /* job is a persistent call's: neither freed nor released here */
+    MPI_Request key;          /* what the program holds: greq, or the persistent handle */
+    ct_sched upper, lower;    /* the split tree's parts, when the schedule is cut */
+    const ct_sched *thread_sched, *app_sched; /* what each side runs (NULL: nothing) */
     int has_upper, has_lower;
     int app_pending;          /* the application still has to run its part */
     int app_started;
@@ -194,7 +198,8 @@ static int greq_query(void *extra, MPI_Status *status)
 
 static void req_free(ct_nbc_req *r)
 {
-    ct_job_free(&r->job);
+    if (!r->borrowed)
+        ct_job_free(r->job);
     ct_sched_free(&r->upper);
     ct_sched_free(&r->lower);
     free(r);
@@ -227,7 +232,7 @@ void ct_nbc_reap(void)
         ct_nbc_req *r = list;
         list = r->freed_next;
         if (r->retained)
-            ct_job_release(&r->job);
+            ct_job_release(r->job);
         if (r->errh != MPI_ERRHANDLER_NULL)
             PMPI_Errhandler_free(&r->errh);
         req_free(r);
@@ -258,7 +263,7 @@ static struct {
 static void complete(ct_nbc_req *r, int by_thread)
 {
     if (r->rc == MPI_SUCCESS)
-        r->rc = ct_job_finish(&r->job);
+        r->rc = ct_job_finish(r->job);
     if (by_thread)
         atomic_fetch_add(&eng.completed, 1);
     MPI_Request greq = r->greq;
@@ -685,8 +690,8 @@ static int cached_heights(const ct_job *job, tree_shape shape, int *height)
  * first. */
 static int split_schedule(ct_nbc_req *r, tree_shape shape, const int *height, int s_levels)
 {
-    const ct_sched *full = &r->job.sched;
-    int me = r->job.params.rank;
+    const ct_sched *full = &r->job->sched;
+    int me = r->job->params.rank;
     int first_low = shape == SHAPE_ALL_TO_ONE; /* which part runs first */
     int *low = malloc((size_t)(full->nops ? full->nops : 1) * sizeof *low);
     if (!low)
@@ -738,8 +743,6 @@ static int split_schedule(ct_nbc_req *r, tree_shape shape, const int *height, in
             ct_sched_add_op(parts[low[i]], &full->ops[i]);
     }
     free(low);
-    r->has_upper = r->upper.nops > 0;
-    r->has_lower = r->lower.nops > 0;
     return r->upper.error || r->lower.error ? -1 : 0;
 }
 
@@ -816,14 +819,15 @@ int ct_nbc_done(const ct_nbc_req *r)
 int ct_nbc_collect(ct_nbc_req *r, MPI_Request *request, MPI_Status *status)
 {
     int rc = atomic_load_explicit(&r->final_rc, memory_order_acquire);
-    if (rc != MPI_SUCCESS && r->retained && r->errh != MPI_ERRHANDLER_NULL) {
+    if (rc != MPI_SUCCESS && (r->retained || r->borrowed) && r->errh != MPI_ERRHANDLER_NULL) {
         /* The program's error handler of the communicator, as it was at the start
          * (the communicator itself may be freed by now). */
-        PMPI_Comm_set_errhandler(r->job.x.comm, r->errh);
-        PMPI_Comm_call_errhandler(r->job.x.comm, rc);
+        PMPI_Comm_set_errhandler(r->job->x.comm, r->errh);
+        PMPI_Comm_call_errhandler(r->job->x.comm, rc);
     }
     MPI_Status own;
-    PMPI_Wait(request, status == MPI_STATUS_IGNORE ? &own : status); /* frees r */
+    /* Frees r; a persistent call's handle stays the program's, inactive again. */
+    PMPI_Wait(r->borrowed ? &r->greq : request, status == MPI_STATUS_IGNORE ? &own : status);
     if (status != MPI_STATUS_IGNORE)
         status->MPI_ERROR = rc;
     ct_nbc_reap();
@@ -845,121 +849,128 @@ int ct_nbc_misuse(MPI_Request request, const char *call)
     ct_nbc_req *r = ct_nbc_find(request);
     if (!r)
         return MPI_SUCCESS;
-    MPI_Comm comm = r->job.x.comm;
+    MPI_Comm comm = r->job->x.comm;
     if (r->errh != MPI_ERRHANDLER_NULL)
         PMPI_Comm_set_errhandler(comm, r->errh);
     return ct_raise_error(comm, MPI_ERR_REQUEST,
-                          "%s on the request of a non-blocking collective (%s): erroneous in "
+                          "%s on the request of a%s collective (%s) in flight: erroneous in "
                           "MPI; the request is left as it was, complete it with a wait or test",
-                          call, ct_coll_name(r->job.params.coll));
+                          call, r->borrowed ? " persistent" : " non-blocking",
+                          ct_coll_name(r->job->params.coll));
 }
 
 /* ---- Starting ---------------------------------------------------------------- */
 
-int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
-                 const char **ran)
-{
-    return ct_nbc_start_v(c, NULL, opts, native_on_reject, ran);
-}
-
-int ct_nbc_start_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
-                   int native_on_reject, const char **ran)
+static ct_nbc_req *req_new(void)
 {
     ct_nbc_req *r = calloc(1, sizeof *r);
     if (!r)
-        return ct_raise_error(c->comm, MPI_ERR_NO_MEM, "%s: out of memory",
-                              ct_coll_name(c->coll));
-    ct_sched_init(&r->job.sched);
+        return NULL;
+    r->job = &r->own_job;
+    ct_sched_init(&r->own_job.sched);
     ct_sched_init(&r->upper);
     ct_sched_init(&r->lower);
     r->errh = MPI_ERRHANDLER_NULL;
-    int go, rc = ct_call_prepare_v(c, v, opts, native_on_reject, &r->job, &go, ran);
-    if (!go) {
-        req_free(r);
-        return rc; /* native MPI took the call (or refused it) */
-    }
-    if ((rc = ct_job_retain(&r->job)) != MPI_SUCCESS) {
-        req_free(r);
-        return ct_raise_error(c->comm, rc, "%s: cannot keep the call's handles",
-                              ct_coll_name(c->coll));
-    }
-    r->retained = 1;
-    if (PMPI_Comm_get_errhandler(c->comm, &r->errh) != MPI_SUCCESS)
-        r->errh = MPI_ERRHANDLER_NULL;
     atomic_init(&r->thread_done, 0);
+    return r;
+}
+
+/* A request that never reached MPI: what it holds goes back at once. */
+static void req_drop(ct_nbc_req *r)
+{
+    if (r->retained)
+        ct_job_release(r->job);
+    if (r->errh != MPI_ERRHANDLER_NULL)
+        PMPI_Errhandler_free(&r->errh);
+    req_free(r);
+}
+
+/* Which side runs what: everything in the waits without the thread; else the
+ * thread's part and, for a tree cut at S levels, the application's. */
+static int assign_parts(ct_nbc_req *r, ct_coll coll, const ct_options *opts, int threaded)
+{
+    tree_shape shape = shape_of(coll);
+    int split = opts ? opts->split : CT_SPLIT_AUTO;
+    int n = r->job->params.size, root_height = 0, rc = 0;
+    int *height = malloc((size_t)n * sizeof *height);
+    int tree = height && shape != SHAPE_NONE && cached_heights(r->job, shape, height) == 0;
+    if (tree)
+        root_height = height[r->job->params.root];
+    if (split == CT_SPLIT_AUTO)
+        split = tree ? auto_split(r->job, root_height) : 0;
+    if (!threaded) {
+        r->app_sched = &r->job->sched;
+    } else if (!tree || split <= 0) {
+        r->thread_sched = &r->job->sched;
+    } else if ((rc = split_schedule(r, shape, height, split)) == 0) {
+        r->thread_sched = r->upper.nops ? &r->upper : NULL;
+        r->app_sched = r->lower.nops ? &r->lower : NULL;
+    }
+    free(height);
+    return rc;
+}
+
+/* Starts r's prepared job: the generalized request, known to the waits under
+ * r->key (set here for a request of its own), and the parts set going. */
+static int launch(ct_nbc_req *r, ct_coll coll, MPI_Comm comm, const ct_options *opts,
+                  MPI_Request *out)
+{
+    int rc;
+    if (PMPI_Comm_get_errhandler(comm, &r->errh) != MPI_SUCCESS)
+        r->errh = MPI_ERRHANDLER_NULL;
     ct_progress_info info;
     ct_progress_query(&info);
-    tree_shape shape = shape_of(c->coll);
     int threaded = info.running;
-    int split = opts ? opts->split : CT_SPLIT_AUTO;
-    if (!r->job.empty) {
-        int n = r->job.params.size, root_height = 0;
-        int *height = malloc((size_t)n * sizeof *height);
-        int tree = height && shape != SHAPE_NONE && cached_heights(&r->job, shape, height) == 0;
-        if (tree)
-            root_height = height[r->job.params.root];
-        if (split == CT_SPLIT_AUTO)
-            split = tree ? auto_split(&r->job, root_height) : 0;
-        if (!threaded) {
-            r->has_lower = 1; /* everything in the waits */
-            ct_sched_free(&r->lower);
-            r->lower = r->job.sched;
-            ct_sched_init(&r->job.sched);
-        } else if (!tree || split <= 0) {
-            r->has_upper = 1;
-        } else if (split_schedule(r, shape, height, split)) {
-            free(height);
-            ct_job_release(&r->job);
-            if (r->errh != MPI_ERRHANDLER_NULL)
-                PMPI_Errhandler_free(&r->errh);
-            req_free(r);
-            return ct_raise_error(c->comm, MPI_ERR_NO_MEM, "%s: out of memory",
-                                  ct_coll_name(c->coll));
-        }
-        free(height);
+    if (!r->job->empty && assign_parts(r, coll, opts, threaded)) {
+        req_drop(r);
+        return ct_raise_error(comm, MPI_ERR_NO_MEM, "%s: out of memory", ct_coll_name(coll));
     }
+    r->has_upper = r->thread_sched != NULL;
+    r->has_lower = r->app_sched != NULL;
     if ((rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, &r->greq)) !=
         MPI_SUCCESS) {
-        ct_job_release(&r->job);
-        if (r->errh != MPI_ERRHANDLER_NULL)
-            PMPI_Errhandler_free(&r->errh);
-        req_free(r);
+        req_drop(r);
         return rc;
     }
-    if ((rc = table_put(r->greq, r)) != MPI_SUCCESS) {
+    if (!r->borrowed)
+        r->key = r->greq;
+    if ((rc = table_put(r->key, r)) != MPI_SUCCESS) {
         /* Untracked, it cannot be driven: completed at once with the error. */
         r->rc = rc;
         atomic_store_explicit(&r->final_rc, rc, memory_order_release);
         atomic_store_explicit(&r->done, 1, memory_order_release);
         MPI_Grequest_complete(r->greq);
-        *c->request = r->greq;
+        if (r->borrowed) /* the program's handle knows nothing of it */
+            PMPI_Wait(&r->greq, MPI_STATUS_IGNORE);
+        else
+            *out = r->greq;
         return rc;
     }
-    *c->request = r->greq;
-    if (r->job.empty) {
+    if (!r->borrowed)
+        *out = r->greq;
+    if (r->job->empty) {
         complete(r, 0);
         return MPI_SUCCESS;
     }
-    const ct_sched *thread_part = r->has_upper ? (r->upper.nops ? &r->upper : &r->job.sched)
-                                               : NULL;
-    if (shape == SHAPE_ALL_TO_ONE && threaded && r->has_lower) {
+    if (shape_of(coll) == SHAPE_ALL_TO_ONE && threaded && r->has_lower) {
         /* Reduce, gather: the leaves' levels here and now, then the hand-off. */
         ct_exec_run x;
-        rc = ct_exec_begin(&x, &r->lower, &r->job.x, &r->job.work);
+        rc = ct_exec_begin(&x, r->app_sched, &r->job->x, &r->job->work);
         if (rc == MPI_SUCCESS)
             rc = ct_exec_finish(&x);
         r->rc = rc;
         r->has_lower = 0;
     }
     r->app_pending = r->has_lower;
-    if (!thread_part || r->rc != MPI_SUCCESS) {
+    if (!r->has_upper || r->rc != MPI_SUCCESS) {
         if (!r->app_pending)
             complete(r, 0);
         else
             app_add(r);
         return MPI_SUCCESS;
     }
-    if ((rc = ct_exec_begin(&r->run, thread_part, &r->job.x, &r->job.work)) != MPI_SUCCESS) {
+    if ((rc = ct_exec_begin(&r->run, r->thread_sched, &r->job->x, &r->job->work)) !=
+        MPI_SUCCESS) {
         r->rc = rc;
         if (!r->app_pending) {
             complete(r, 0);
@@ -970,11 +981,51 @@ int ct_nbc_start_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
         return MPI_SUCCESS;
     }
     atomic_store(&r->thread_done, 0);
-    r->has_upper = 1;
     if (r->app_pending)
         app_add(r); /* before the thread may finish its part */
     submit(r);
     return MPI_SUCCESS;
+}
+
+int ct_nbc_start(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                 int native_on_reject, const char **ran)
+{
+    ct_nbc_req *r = req_new();
+    if (!r)
+        return ct_raise_error(c->comm, MPI_ERR_NO_MEM, "%s: out of memory",
+                              ct_coll_name(c->coll));
+    int go, rc = ct_call_prepare(c, v, opts, native_on_reject, r->job, &go, ran);
+    if (go != 1) {
+        req_free(r);
+        return rc; /* native MPI took the call (or refused it) */
+    }
+    if ((rc = ct_job_retain(r->job)) != MPI_SUCCESS) {
+        req_free(r);
+        return ct_raise_error(c->comm, rc, "%s: cannot keep the call's handles",
+                              ct_coll_name(c->coll));
+    }
+    r->retained = 1;
+    return launch(r, c->coll, c->comm, opts, c->request);
+}
+
+int ct_nbc_start_job(ct_job *job, ct_coll coll, MPI_Comm comm, const ct_options *opts,
+                     MPI_Request handle)
+{
+    if (ct_nbc_find(handle))
+        return ct_raise_error(comm, MPI_ERR_REQUEST,
+                              "MPI_Start on a persistent %s that is still active: erroneous "
+                              "in MPI; complete it with a wait or test first",
+                              ct_coll_name(coll));
+    int rc = ct_job_restart(job);
+    if (rc != MPI_SUCCESS)
+        return ct_raise_error(comm, rc, "%s: cannot copy the input", ct_coll_name(coll));
+    ct_nbc_req *r = req_new();
+    if (!r)
+        return ct_raise_error(comm, MPI_ERR_NO_MEM, "%s: out of memory", ct_coll_name(coll));
+    r->job = job;
+    r->borrowed = 1;
+    r->key = handle;
+    return launch(r, coll, comm, opts, NULL);
 }
 
 /* One step of the application's part of r (once the thread's part, if any, is
@@ -987,8 +1038,8 @@ static int app_part(ct_nbc_req *r)
         return 0;
     if (!r->app_started) {
         r->app_started = 1;
-        int rc = r->rc == MPI_SUCCESS ? ct_exec_begin(&r->run, &r->lower, &r->job.x,
-                                                      &r->job.work)
+        int rc = r->rc == MPI_SUCCESS ? ct_exec_begin(&r->run, r->app_sched, &r->job->x,
+                                                      &r->job->work)
                                       : r->rc;
         if (rc != MPI_SUCCESS) {
             r->rc = rc;
@@ -1015,7 +1066,7 @@ static int start_public(const ct_call *c, const ct_options *opts)
     if (!c->request)
         return ct_raise_error(c->comm, MPI_ERR_REQUEST, "%s: no request to return",
                               ct_coll_name(c->coll));
-    return ct_nbc_start(c, opts, 0, &ran);
+    return ct_nbc_start(c, NULL, opts, 0, &ran);
 }
 
 int ct_ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,

@@ -3,18 +3,39 @@
 #ifndef CT_NBC_H
 #define CT_NBC_H
 
-#include "../api/call.h"
+#include "../api/job.h"
 
 typedef struct ct_nbc_req ct_nbc_req;
 
-/* Starts c (c->request set) with opts; on native_on_reject, refused calls and
- * native algorithms go to the MPI library's own non-blocking collective. */
-int ct_nbc_start(const ct_call *c, const ct_options *opts, int native_on_reject,
-                 const char **ran);
+/* Starts c (c->request set; v: the v-variants' arrays, or NULL) with opts; on
+ * native_on_reject, refused calls and native algorithms go to the MPI library's
+ * own non-blocking collective. */
+int ct_nbc_start(const ct_call *c, const ct_vargs *v, const ct_options *opts,
+                 int native_on_reject, const char **ran);
 
-/* The same for the v-variants and reduce_scatter, with their arrays. */
-int ct_nbc_start_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
-                   int native_on_reject, const char **ran);
+/* Starts job, a persistent call's prepared job that stays its owner's (the
+ * plan's: src/nbc/persistent.c), under the program's handle: the waits find the
+ * request through handle, and completing it leaves handle as it is (inactive).
+ * MPI_ERR_REQUEST when handle's previous start is still in flight. */
+int ct_nbc_start_job(ct_job *job, ct_coll coll, MPI_Comm comm, const ct_options *opts,
+                     MPI_Request handle);
+
+/* Persistent collectives (src/nbc/persistent.c). ct_plan_init prepares c
+ * (c->request: where the handle goes) once for repeated starts: *go = 1, the
+ * plan is made and *c->request is its handle; *go = -1, the call is the
+ * library's (nothing done: the caller makes MPI's own persistent request);
+ * *go = 0, refused (the return value). */
+typedef struct ct_plan ct_plan;
+int ct_plan_init(const ct_call *c, const ct_vargs *v, const ct_options *opts, int *go,
+                 const char **ran);
+/* colltune's plan behind a handle, or NULL (a request of MPI's own). */
+ct_plan *ct_plan_find(MPI_Request handle);
+/* MPI_Start: MPI_ERR_REQUEST while the previous start is in flight. */
+int ct_plan_start(ct_plan *p);
+/* MPI_Request_free: the plan and its handle (*handle MPI_REQUEST_NULL); erroneous,
+ * and refused, while a start is in flight. */
+int ct_plan_free(ct_plan *p, MPI_Request *handle);
+ct_coll ct_plan_coll(const ct_plan *p);
 
 /* colltune's request behind an MPI request, or NULL. */
 ct_nbc_req *ct_nbc_find(MPI_Request request);

@@ -1,0 +1,47 @@
+/*
+ * What the drop-in's files share (pmpi.c, pmpi_v.c, pmpi_persistent.c): the
+ * choice of algorithm for a call, the MPI names of the operations, and the
+ * conversions of the large-count (_c) forms. Internal to libcolltune_pmpi.
+ */
+#ifndef CT_INTERPOSE_DROPIN_H
+#define CT_INTERPOSE_DROPIN_H
+
+#include <mpi.h>
+
+#include "api/call.h"
+
+#define CT_DROPIN_HIDDEN __attribute__((visibility("hidden")))
+
+/* Fills opts for c (bytes: ct_call_bytes_v); 0 to run colltune, 1 for the
+ * library. A bad environment (an unknown forced algorithm, a bad segment size)
+ * sets *err, which the call must return. The eight classic operations, and the
+ * non-blocking and persistent forms of all, choose in pmpi.c; the others in
+ * pmpi_v.c (ct_dropin_choose_v). */
+CT_DROPIN_HIDDEN int ct_dropin_choose(const ct_call *c, const ct_vargs *v, long long bytes,
+                                      ct_options *opts, int *err);
+CT_DROPIN_HIDDEN int ct_dropin_choose_v(const ct_call *c, long long bytes, ct_options *opts,
+                                        int *err);
+
+/* "Bcast", "Reduce_scatter_block", ... as in the MPI function names. */
+CT_DROPIN_HIDDEN const char *ct_dropin_mpi_name(ct_coll coll);
+/* "BCAST", "REDUCE_SCATTER_BLOCK", ... as in COLLTUNE_<OP>_ALGORITHM. */
+CT_DROPIN_HIDDEN const char *ct_dropin_upper_name(ct_coll coll);
+
+/* A call left to the library: counted by the monitor as a native call. */
+CT_DROPIN_HIDDEN void ct_dropin_count_native(ct_coll coll, long long bytes);
+
+/* The ranks of comm, or 0 for an inter-communicator or a bad one (the library
+ * then decides). */
+CT_DROPIN_HIDDEN int ct_dropin_comm_size(MPI_Comm comm);
+CT_DROPIN_HIDDEN int ct_dropin_is_root(MPI_Comm comm, int root);
+
+#if MPI_VERSION >= 4
+#define CT_FITS_INT(n) ((n) >= 0 && (n) <= INT_MAX)
+/* The arrays of the _c forms as ints: 0 when every entry fits (counts are
+ * non-negative too), -1 when one does not or memory is short. The caller frees
+ * *out; a NULL array stays NULL. */
+CT_DROPIN_HIDDEN int ct_dropin_counts_to_int(const MPI_Count *a, int n, int **out);
+CT_DROPIN_HIDDEN int ct_dropin_displs_to_int(const MPI_Aint *a, int n, int **out);
+#endif
+
+#endif
