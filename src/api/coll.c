@@ -916,9 +916,14 @@ static int grow_buf(void **buf, size_t *len, size_t need)
 }
 
 /* Packs count elements of t at from into bytes bytes at to. The packed form
- * must be the plain bytes (a homogeneous MPI), which the size check confirms. */
+ * must be the plain bytes (a homogeneous MPI), which the size check confirms.
+ * Nothing to move returns before MPI sees it (here and in unpack): the buffers
+ * may then be NULL (a rank that sends 0 elements of a derived type has no packed
+ * buffer yet), which Open MPI 5.0.11's MPI_Pack and MPI_Unpack refuse. */
 static int pack(const void *from, long long count, MPI_Datatype t, void *to, size_t bytes)
 {
+    if (count == 0 || bytes == 0)
+        return MPI_SUCCESS;
     if (count > INT_MAX || bytes > INT_MAX)
         return MPI_ERR_COUNT;
     int pos = 0, rc;
@@ -930,6 +935,8 @@ static int pack(const void *from, long long count, MPI_Datatype t, void *to, siz
 
 static int unpack(const void *from, size_t bytes, void *to, long long count, MPI_Datatype t)
 {
+    if (count == 0 || bytes == 0)
+        return MPI_SUCCESS;
     if (count > INT_MAX || bytes > INT_MAX)
         return MPI_ERR_COUNT;
     int pos = 0;
@@ -1148,23 +1155,28 @@ static int grow_vcounts(ct_job *st, int n)
 }
 
 /* Where a buffer of blocks starts and how many elements it spans: from the lowest
- * displacement of a non-empty block (0 unless one is negative) to the largest end. */
+ * displacement of a non-empty block to the largest end (0 and 0 without one). Only
+ * the blocks' own range: MPI asks no more of the buffer, whichever side of the
+ * pointer passed the blocks lie (all displacements negative, or all past 0). */
 static long long lowest(const int *counts, const int *displs, int n)
 {
     long long lo = 0;
+    int any = 0;
     for (int i = 0; i < n; i++)
-        if (counts[i] > 0 && displs[i] < lo)
+        if (counts[i] > 0 && (!any || displs[i] < lo)) {
             lo = displs[i];
+            any = 1;
+        }
     return lo;
 }
 
 static long long span(const int *counts, const int *displs, int n)
 {
-    long long end = 0;
+    long long lo = lowest(counts, displs, n), end = lo;
     for (int i = 0; i < n; i++)
         if (counts[i] > 0 && (long long)displs[i] + counts[i] > end)
             end = (long long)displs[i] + counts[i];
-    return end - lowest(counts, displs, n);
+    return end - lo;
 }
 
 /* The blocks' byte displacements in a view that starts at the lowest block. */
@@ -1353,6 +1365,12 @@ int ct_job_restart(ct_job *job)
             return rc;
     }
     return MPI_SUCCESS;
+}
+
+void ct_job_defer(ct_job *job)
+{
+    if (job->segment)
+        ((shm_segment *)job->segment)->seq--;
 }
 
 int ct_job_finish(ct_job *job)
@@ -1560,6 +1578,19 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
                                 : ct_raise_error(c->comm, MPI_ERR_ARG,
                                                  "%s algorithm '%s' exchanges the counts in a "
                                                  "blocking step: not in a non-blocking call",
+                                                 cname, e->info.name);
+    /* A call through a node's shared segment first waits for every other rank to be
+     * done with the segment's previous call, not for this rank's own: two in flight on
+     * one rank (non-blocking or persistent starts) can pass that check out of order and
+     * overwrite slots a peer still reads (seen: a persistent allgather/shm started with
+     * a barrier/shm, wrong data, then a hang). Blocking calls only, until the engine
+     * runs a rank's segment calls in order. */
+    if (c->request &&
+        ((e->info.flags & CT_ALG_SHARED_MEMORY) || (part_flags & CT_ALG_SHARED_MEMORY)))
+        return native_on_reject ? not_ours(c, v, native_on_reject, go)
+                                : ct_raise_error(c->comm, MPI_ERR_ARG,
+                                                 "%s algorithm '%s' runs through the node's "
+                                                 "shared segment: blocking calls only",
                                                  cname, e->info.name);
 
     ct_params p;
