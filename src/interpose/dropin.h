@@ -35,6 +35,14 @@ CT_DROPIN_HIDDEN void ct_dropin_count_native(ct_coll coll, long long bytes);
 CT_DROPIN_HIDDEN int ct_dropin_comm_size(MPI_Comm comm);
 CT_DROPIN_HIDDEN int ct_dropin_is_root(MPI_Comm comm, int root);
 
+/* MPI 4's persistent collectives (MPI_Bcast_init ...): Open MPI 5 has them while
+ * it says MPI 3.1, without the large-count (_c) forms, which need MPI 4. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define CT_HAVE_PERSISTENT_COLL 1
+#else
+#define CT_HAVE_PERSISTENT_COLL 0
+#endif
+
 #if MPI_VERSION >= 4
 #define CT_FITS_INT(n) ((n) >= 0 && (n) <= INT_MAX)
 /* The arrays of the _c forms as ints: 0 when every entry fits (counts are

@@ -487,12 +487,12 @@ FORTRAN(mpi_iexscan, MPI_IEXSCAN,
                    req);
 }
 
-/* -- Persistent collectives (MPI 4) --
+/* -- Persistent collectives (MPI 4; Open MPI 5 has them while it says MPI 3.1) --
  * Each calls the C MPI_*_init and MPI_Start(all): colltune's where the drop-in defines
  * them, the library's otherwise (then the Fortran call still works, natively). A
  * persistent request keeps its handle across starts; it is converted back all the same,
  * as the C side may hand out a request of its own. */
-#if MPI_VERSION >= 4
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
 #define INFO(f) MPI_Info_f2c(*(f))
 
 FORTRAN(mpi_bcast_init, MPI_BCAST_INIT,
@@ -647,7 +647,7 @@ FORTRAN(mpi_startall, MPI_STARTALL, (F *count, F *reqs, F *ierr))
     arrays_out(&a, rc, rc == MPI_SUCCESS ? *count : 0, reqs, NULL, 0);
     RETURN(rc);
 }
-#endif /* MPI_VERSION >= 4 */
+#endif /* persistent collectives: MPI 4, Open MPI 5 */
 
 /* -- Completion -- */
 

@@ -1,7 +1,8 @@
 /*
  * The drop-in's persistent collectives (MPI 4): MPI_Bcast_init ... for every
  * operation colltune knows, their _c large-count forms, and MPI_Start and
- * MPI_Startall.
+ * MPI_Startall. Built where the library has them (CT_HAVE_PERSISTENT_COLL:
+ * Open MPI 5 too, which says MPI 3.1); the _c forms with an MPI 4.
  *
  * Init chooses as the non-blocking call would (COLLTUNE_<OP>_ALGORITHM, else
  * the tuning table; pmpi.c, pmpi_v.c) and prepares the call once
@@ -28,7 +29,7 @@
 #include "monitor/monitor.h"
 #include "nbc/nbc.h"
 
-#if MPI_VERSION >= 4
+#if CT_HAVE_PERSISTENT_COLL
 
 static int log_debug = -1;
 
@@ -300,16 +301,27 @@ int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
                   : rc;
 }
 
+#if MPI_VERSION >= 4
 /* ---- Large counts: the int path where everything fits (the plan keeps its own
  * copy of the arrays), else the library's _c init with the program's arrays. ---- */
+
+/* A _c init the library makes (counts past an int, arrays that do not convert, or
+ * native chosen): counted and logged like the others, its size unknown (0). */
+static int made_native_c(int rc, ct_coll coll, MPI_Comm comm)
+{
+    ct_call c = {.coll = coll, .comm = comm};
+    ct_dropin_count_native(coll, 0);
+    log_init(&c, 0, "native");
+    return rc;
+}
 
 int MPI_Bcast_init_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm,
                      MPI_Info info, MPI_Request *request)
 {
     if (CT_FITS_INT(count))
         return MPI_Bcast_init(buf, (int)count, t, root, comm, info, request);
-    ct_dropin_count_native(CT_BCAST, 0);
-    return PMPI_Bcast_init_c(buf, count, t, root, comm, info, request);
+    return made_native_c(PMPI_Bcast_init_c(buf, count, t, root, comm, info, request),
+                         CT_BCAST, comm);
 }
 
 int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype t,
@@ -317,8 +329,9 @@ int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
 {
     if (CT_FITS_INT(count))
         return MPI_Reduce_init(sendbuf, recvbuf, (int)count, t, op, root, comm, info, request);
-    ct_dropin_count_native(CT_REDUCE, 0);
-    return PMPI_Reduce_init_c(sendbuf, recvbuf, count, t, op, root, comm, info, request);
+    return made_native_c(PMPI_Reduce_init_c(sendbuf, recvbuf, count, t, op, root, comm, info,
+                                            request),
+                         CT_REDUCE, comm);
 }
 
 int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype t,
@@ -326,8 +339,9 @@ int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MP
 {
     if (CT_FITS_INT(count))
         return MPI_Allreduce_init(sendbuf, recvbuf, (int)count, t, op, comm, info, request);
-    ct_dropin_count_native(CT_ALLREDUCE, 0);
-    return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, t, op, comm, info, request);
+    return made_native_c(PMPI_Allreduce_init_c(sendbuf, recvbuf, count, t, op, comm, info,
+                                               request),
+                         CT_ALLREDUCE, comm);
 }
 
 int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -337,9 +351,9 @@ int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
     if (CT_FITS_INT(sendcount) && CT_FITS_INT(recvcount))
         return MPI_Scatter_init(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount,
                                 recvtype, root, comm, info, request);
-    ct_dropin_count_native(CT_SCATTER, 0);
-    return PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                               comm, info, request);
+    return made_native_c(PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                             recvtype, root, comm, info, request),
+                         CT_SCATTER, comm);
 }
 
 int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -349,9 +363,9 @@ int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
     if (CT_FITS_INT(sendcount) && CT_FITS_INT(recvcount))
         return MPI_Gather_init(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount,
                                recvtype, root, comm, info, request);
-    ct_dropin_count_native(CT_GATHER, 0);
-    return PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                              comm, info, request);
+    return made_native_c(PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                            recvtype, root, comm, info, request),
+                         CT_GATHER, comm);
 }
 
 int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -361,9 +375,9 @@ int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
     if (CT_FITS_INT(sendcount) && CT_FITS_INT(recvcount))
         return MPI_Allgather_init(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount,
                                   recvtype, comm, info, request);
-    ct_dropin_count_native(CT_ALLGATHER, 0);
-    return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                 comm, info, request);
+    return made_native_c(PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                               recvtype, comm, info, request),
+                         CT_ALLGATHER, comm);
 }
 
 int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -373,9 +387,9 @@ int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
     if (CT_FITS_INT(sendcount) && CT_FITS_INT(recvcount))
         return MPI_Alltoall_init(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount,
                                  recvtype, comm, info, request);
-    ct_dropin_count_native(CT_ALLTOALL, 0);
-    return PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                comm, info, request);
+    return made_native_c(PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                                              recvtype, comm, info, request),
+                         CT_ALLTOALL, comm);
 }
 
 int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -397,10 +411,12 @@ int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
             return ret;
     } else {
         free(rc);
+        free(rd);
     }
-    ct_dropin_count_native(CT_ALLGATHERV, 0);
-    return PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                                  recvtype, comm, info, request);
+    return made_native_c(PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf,
+                                                recvcounts, displs, recvtype, comm, info,
+                                                request),
+                         CT_ALLGATHERV, comm);
 }
 
 int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -427,9 +443,10 @@ int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
     } else {
         free(sc), free(sd), free(rc), free(rd);
     }
-    ct_dropin_count_native(CT_ALLTOALLV, 0);
-    return PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                                 rdispls, recvtype, comm, info, request);
+    return made_native_c(PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                                               recvcounts, rdispls, recvtype, comm, info,
+                                               request),
+                         CT_ALLTOALLV, comm);
 }
 
 int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -454,9 +471,9 @@ int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
     } else {
         free(rc), free(rd);
     }
-    ct_dropin_count_native(CT_GATHERV, 0);
-    return PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                               recvtype, root, comm, info, request);
+    return made_native_c(PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                                             displs, recvtype, root, comm, info, request),
+                         CT_GATHERV, comm);
 }
 
 int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -481,9 +498,9 @@ int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
     } else {
         free(sc), free(sd);
     }
-    ct_dropin_count_native(CT_SCATTERV, 0);
-    return PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount,
-                                recvtype, root, comm, info, request);
+    return made_native_c(PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf,
+                                              recvcount, recvtype, root, comm, info, request),
+                         CT_SCATTERV, comm);
 }
 
 int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
@@ -493,9 +510,9 @@ int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Coun
     if (CT_FITS_INT(recvcount))
         return MPI_Reduce_scatter_block_init(sendbuf, recvbuf, (int)recvcount, t, op, comm,
                                              info, request);
-    ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, 0);
-    return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, t, op, comm, info,
-                                            request);
+    return made_native_c(PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, t, op,
+                                                          comm, info, request),
+                         CT_REDUCE_SCATTER_BLOCK, comm);
 }
 
 int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
@@ -512,8 +529,9 @@ int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Coun
         if (!native)
             return ret;
     }
-    ct_dropin_count_native(CT_REDUCE_SCATTER, 0);
-    return PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, t, op, comm, info, request);
+    return made_native_c(PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, t, op, comm,
+                                                    info, request),
+                         CT_REDUCE_SCATTER, comm);
 }
 
 int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype t,
@@ -521,8 +539,8 @@ int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
 {
     if (CT_FITS_INT(count))
         return MPI_Scan_init(sendbuf, recvbuf, (int)count, t, op, comm, info, request);
-    ct_dropin_count_native(CT_SCAN, 0);
-    return PMPI_Scan_init_c(sendbuf, recvbuf, count, t, op, comm, info, request);
+    return made_native_c(PMPI_Scan_init_c(sendbuf, recvbuf, count, t, op, comm, info, request),
+                         CT_SCAN, comm);
 }
 
 int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype t,
@@ -530,11 +548,13 @@ int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
 {
     if (CT_FITS_INT(count))
         return MPI_Exscan_init(sendbuf, recvbuf, (int)count, t, op, comm, info, request);
-    ct_dropin_count_native(CT_EXSCAN, 0);
-    return PMPI_Exscan_init_c(sendbuf, recvbuf, count, t, op, comm, info, request);
+    return made_native_c(PMPI_Exscan_init_c(sendbuf, recvbuf, count, t, op, comm, info,
+                                            request),
+                         CT_EXSCAN, comm);
 }
 
-#endif /* MPI_VERSION >= 4 */
+#endif /* MPI_VERSION >= 4: the _c forms */
+#endif /* CT_HAVE_PERSISTENT_COLL */
 
 /* ---- Starting ---------------------------------------------------------------- */
 

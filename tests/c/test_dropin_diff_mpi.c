@@ -15,7 +15,8 @@
  *     MPI_Ibarrier, completed in turn with MPI_Wait, an MPI_Test loop, and MPI_Waitall
  *     over two of the same operation and an MPI_Ibarrier started together;
  *   - the _c forms of all of them (MPI_VERSION >= 4), with MPI_Count/MPI_Aint arrays;
- *   - persistent (MPI_VERSION >= 4): MPI_*_init (and _init_c) of the eight classic and
+ *   - persistent (MPI 4, and Open MPI 5, which says MPI 3.1): MPI_*_init (and with
+ *     MPI 4 _init_c) of the eight classic and
  *     the eight new operations, two requests of the operation and an MPI_Barrier_init,
  *     started three times (MPI_Start + MPI_Wait, MPI_Startall + MPI_Waitall, MPI_Start
  *     twice + MPI_Test loops) with the input changed before each start, each round
@@ -36,6 +37,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define HAVE_PERSISTENT 1
+#else
+#define HAVE_PERSISTENT 0
+#endif
 
 #define MAXN 64
 #define SENTINEL (-7777)
@@ -101,7 +108,11 @@ static const char *const form_names[NFORMS] = {"blocking", "non-blocking", "pers
 static int runs(int op, int form, int large)
 {
 #if MPI_VERSION < 4
-    if (large || form == PERSISTENT)
+    if (large)
+        return 0;
+#endif
+#if !HAVE_PERSISTENT
+    if (form == PERSISTENT)
         return 0;
 #endif
     if (large && op == BARRIER)
@@ -433,7 +444,7 @@ static void prepare(dcase *d, int round, int which)
     default:                                                                                   \
         return B##_init_c(__VA_ARGS__, comm, MPI_INFO_NULL, rq);                               \
     }
-#if MPI_VERSION >= 4
+#if HAVE_PERSISTENT
 #define PERSISTENT_INIT(B, ...) return B##_init(__VA_ARGS__, comm, MPI_INFO_NULL, rq);
 #else
 #define PERSISTENT_INIT(B, ...) return MPI_ERR_OTHER;
@@ -455,7 +466,7 @@ static int issue(const dcase *d, int form, int large, int native, int which, MPI
             return native ? PMPI_Barrier(comm) : MPI_Barrier(comm);
         if (form == NONBLOCKING)
             return MPI_Ibarrier(comm, rq);
-#if MPI_VERSION >= 4
+#if HAVE_PERSISTENT
         return MPI_Barrier_init(comm, MPI_INFO_NULL, rq);
 #else
         return MPI_ERR_OTHER;
@@ -640,7 +651,7 @@ static void run_case(dcase *d, int form, int large)
         rc = issue(d, PERSISTENT, large, 0, 1, &rq[0]);
         if (rc == MPI_SUCCESS)
             rc = issue(d, PERSISTENT, large, 0, 2, &rq[1]);
-#if MPI_VERSION >= 4
+#if HAVE_PERSISTENT
         if (rc == MPI_SUCCESS)
             rc = MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &rq[2]);
 #endif
