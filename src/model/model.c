@@ -93,21 +93,24 @@ static const char *check_table(const ct_cost_table *c)
                     return "cost table: negative concurrent one-way time";
         }
     }
-    if (c->nstream > 0) {
-        if (!c->stream_flows || !c->stream_bytes || !c->stream_gap_us || c->nstream_sizes < 1)
-            return "cost table: stream flow counts without their gaps";
-        if (c->stream_flows[0] != 1)
-            return "cost table: stream flow counts must start at 1 (one idle pair)";
-        for (int j = 0; j < c->nstream; j++) {
-            if (j && c->stream_flows[j] <= c->stream_flows[j - 1])
-                return "cost table: stream flow counts do not ascend";
-            for (int i = 0; i < c->nstream_sizes; i++)
-                if (!(c->stream_gap_us[(size_t)j * (size_t)c->nstream_sizes + i] > 0))
+    if (c->nstream_sizes > 0) {
+        if (!c->stream_bytes || !c->stream_pair_us)
+            return "cost table: stream sizes without the pair's gaps";
+        if (c->nfanin > 0 && (!c->fanin_flows || !c->stream_fanin_us))
+            return "cost table: fan-in counts without their gaps";
+        for (int i = 0; i < c->nstream_sizes; i++) {
+            if (i && c->stream_bytes[i] <= c->stream_bytes[i - 1])
+                return "cost table: stream sizes do not ascend";
+            if (!(c->stream_pair_us[i] > 0) ||
+                (c->stream_duplex_us && !(c->stream_duplex_us[i] > 0)))
+                return "cost table: stream gap not positive";
+            for (int j = 0; j < c->nfanin; j++)
+                if (!(c->stream_fanin_us[(size_t)j * (size_t)c->nstream_sizes + i] > 0))
                     return "cost table: stream gap not positive";
         }
-        for (int i = 1; i < c->nstream_sizes; i++)
-            if (c->stream_bytes[i] <= c->stream_bytes[i - 1])
-                return "cost table: stream sizes do not ascend";
+        for (int j = 0; j < c->nfanin; j++)
+            if (c->fanin_flows[j] < 2 || (j && c->fanin_flows[j] <= c->fanin_flows[j - 1]))
+                return "cost table: fan-in counts do not ascend from 2";
     }
     return NULL;
 }
@@ -143,30 +146,39 @@ double ct_contention_factor(const ct_cost_table *c, double m, double k)
 
 static int has_stack(const ct_cost_table *c)
 {
-    return c && c->nstream > 0 && c->stream_flows && c->stream_bytes && c->stream_gap_us;
+    return c && c->nstream_sizes > 0 && c->stream_bytes && c->stream_pair_us;
 }
 
-double ct_stack_factor(const ct_cost_table *c, double m, double k)
+double ct_stack_factor(const ct_cost_table *c, double m, double fanin, double duplex)
 {
-    if (!has_stack(c) || k <= 1 || c->nstream < 2)
+    if (!has_stack(c))
         return 1;
     /* The streams have their own sizes: a view of them as a cost table. */
     ct_cost_table view = {.npoints = c->nstream_sizes, .size_bytes = c->stream_bytes};
-    size_t ns = (size_t)c->nstream_sizes;
-    const double *kk = c->stream_flows;
-    double ref = ct_cost_at(&view, c->stream_gap_us, m), x0 = 1, y0 = ref, t = ref;
-    if (!(ref > 0))
+    double pair = ct_cost_at(&view, c->stream_pair_us, m), f = 1;
+    if (!(pair > 0))
         return 1;
-    for (int j = 1; j < c->nstream; j++) {
-        double x1 = kk[j], y1 = ct_cost_at(&view, c->stream_gap_us + (size_t)j * ns, m);
-        if (k <= x1 || j == c->nstream - 1) { /* between, or beyond the last: its segment */
-            t = y0 + (y1 - y0) * (k - x0) / (x1 - x0);
-            break;
+    if (c->nfanin > 0 && fanin > 1) {
+        size_t ns = (size_t)c->nstream_sizes;
+        double x0 = 1, y0 = pair, t = pair;
+        for (int j = 0; j < c->nfanin; j++) {
+            double x1 = c->fanin_flows[j];
+            double y1 = ct_cost_at(&view, c->stream_fanin_us + (size_t)j * ns, m);
+            if (fanin <= x1 || j == c->nfanin - 1) { /* between, or beyond the last */
+                t = y0 + (y1 - y0) * (fanin - x0) / (x1 - x0);
+                break;
+            }
+            x0 = x1;
+            y0 = y1;
         }
-        x0 = x1;
-        y0 = y1;
+        f = t / pair;
     }
-    double f = t / ref;
+    if (c->stream_duplex_us && duplex > 0) {
+        double d = duplex < 1 ? duplex : 1;
+        double s = 1 + d * (ct_cost_at(&view, c->stream_duplex_us, m) / pair - 1);
+        if (s > f)
+            f = s;
+    }
     return f > 1 ? f : 1;
 }
 
@@ -303,7 +315,8 @@ typedef struct xfer_rec {
     double begin, end; /* [x, x + T']; end < begin: not moved (yet) */
     double hold;       /* host stacks: held over [x, x + hold] (its link occupancy) */
     double bytes;
-    int res[4];        /* way out, way in, sending and receiving stack; -1 for none */
+    int res[2];        /* its resources, -1 for none */
+    int from_node, to_node; /* between nodes with host stacks; else -1 */
     const ct_cost_table *lc;
 } xfer_rec;
 
@@ -368,14 +381,14 @@ static void record_xfer(replay *R, int from, int to, const msg_end *se, double x
     r->bytes = se->bytes;
     r->lc = lc;
     r->hold = 0;
-    r->res[2] = r->res[3] = -1;
+    r->from_node = r->to_node = -1;
     int nn = R->nnodes > 0 ? R->nnodes : 1;
     if (crosses(R, from, to)) {
         r->res[0] = nn + R->node_of[from];     /* its node's way out */
         r->res[1] = 2 * nn + R->node_of[to];   /* the other node's way in */
-        if (has_stack(lc)) {                   /* both nodes' stacks, either direction */
-            r->res[2] = 3 * nn + R->node_of[from];
-            r->res[3] = 3 * nn + R->node_of[to];
+        if (has_stack(lc)) { /* its sending node's out-stack, the other's in-stack */
+            r->from_node = R->node_of[from];
+            r->to_node = R->node_of[to];
             r->hold = ct_link_occupancy(lc, se->bytes) * stretch_of(R, se);
         }
     } else {
@@ -507,7 +520,8 @@ static int post_round(replay *R, int rank)
                     R->recs = nr;
                     R->cap_recs = ncap;
                 }
-                R->recs[id] = (xfer_rec){.begin = 0, .end = -1, .res = {-1, -1, -1, -1}};
+                R->recs[id] = (xfer_rec){.begin = 0, .end = -1, .res = {-1, -1},
+                                         .from_node = -1, .to_node = -1};
                 R->nrecs = id + 1;
             }
         } else {
@@ -740,10 +754,14 @@ out:
     return rc;
 }
 
-/* One transfer's use of one resource, and the events of a resource's intervals. */
+/* One transfer's use of one resource, and the events of a resource's intervals. A use
+ * that counts adds the transfer's interval to the resource; a probe only asks for the
+ * resource's load over that interval (a host's other direction). */
+enum { USE_WAY, USE_FANIN, USE_OUT_STACK, USE_DUPLEX_PROBE };
+
 typedef struct use {
     int res;
-    int stack; /* a host stack: held over [begin, begin + hold] */
+    int kind; /* USE_* */
     long msg;
 } use;
 
@@ -780,21 +798,24 @@ static double open_integral(const edge *e, const double *cum, const int *opn, in
     return cum[lo] + opn[lo] * (t - e[lo].t);
 }
 
-static double use_end(const xfer_rec *r, int stack)
+/* The interval a use covers: the transfer's [x, x + T'] on the ways, its hold on stacks. */
+static double use_end(const xfer_rec *r, int kind)
 {
-    return stack ? r->begin + r->hold : r->end;
+    return kind == USE_WAY ? r->end : r->begin + r->hold;
 }
 
-/* The concurrency of every recorded transfer (model.h): its resources' time-weighted
- * number of open intervals during its own, the larger of the two; into conc[msg] (ways
- * out and in) and cstack[msg] (host stacks). */
-static int concurrency(const replay *R, double *conc, double *cstack)
+/* The concurrency of every recorded transfer (model.h), into conc[msg] (ways out and in:
+ * the larger of the two resources' time-weighted number of open intervals during its
+ * own), fanin[msg] (its receiving node's in-stack, itself included) and duplex[msg]
+ * (the larger of its sending node's in-stack and its receiving node's out-stack). */
+static int concurrency(const replay *R, double *conc, double *fanin, double *duplex)
 {
     long m = R->nrecs, nu = 0;
-    use *u = malloc((size_t)(4 * m + 1) * sizeof *u);
-    edge *e = malloc((size_t)(4 * m + 1) * sizeof *e);
-    double *cum = malloc((size_t)(4 * m + 1) * sizeof *cum);
-    int *opn = malloc((size_t)(4 * m + 1) * sizeof *opn);
+    int nn = R->nnodes > 0 ? R->nnodes : 1;
+    use *u = malloc((size_t)(6 * m + 1) * sizeof *u);
+    edge *e = malloc((size_t)(12 * m + 1) * sizeof *e);
+    double *cum = malloc((size_t)(12 * m + 1) * sizeof *cum);
+    int *opn = malloc((size_t)(12 * m + 1) * sizeof *opn);
     if (!u || !e || !cum || !opn) {
         free(u);
         free(e);
@@ -803,22 +824,32 @@ static int concurrency(const replay *R, double *conc, double *cstack)
         return -1;
     }
     for (long i = 0; i < m; i++) {
-        conc[i] = cstack[i] = 1;
+        conc[i] = fanin[i] = 1;
+        duplex[i] = 0;
         const xfer_rec *r = &R->recs[i];
-        for (int k = 0; k < 4; k++)
-            /* one that took no time: no contention, none caused */
-            if (r->res[k] >= 0 && use_end(r, k >= 2) > r->begin)
-                u[nu++] = (use){r->res[k], k >= 2, i};
+        if (r->end > r->begin) /* one that took no time: no contention, none caused */
+            for (int k = 0; k < 2; k++)
+                if (r->res[k] >= 0)
+                    u[nu++] = (use){r->res[k], USE_WAY, i};
+        if (r->from_node >= 0 && r->hold > 0) {
+            int out_a = 3 * nn + r->from_node, in_a = 4 * nn + r->from_node;
+            int out_b = 3 * nn + r->to_node, in_b = 4 * nn + r->to_node;
+            u[nu++] = (use){in_b, USE_FANIN, i};
+            u[nu++] = (use){out_a, USE_OUT_STACK, i};
+            u[nu++] = (use){in_a, USE_DUPLEX_PROBE, i};
+            u[nu++] = (use){out_b, USE_DUPLEX_PROBE, i};
+        }
     }
     qsort(u, (size_t)nu, sizeof *u, by_res);
     for (long a = 0, b; a < nu; a = b) {
         for (b = a; b < nu && u[b].res == u[a].res; b++)
             ;
         int ne = 0;
-        for (long i = a; i < b; i++) {
-            e[ne++] = (edge){R->recs[u[i].msg].begin, +1};
-            e[ne++] = (edge){use_end(&R->recs[u[i].msg], u[i].stack), -1};
-        }
+        for (long i = a; i < b; i++)
+            if (u[i].kind != USE_DUPLEX_PROBE) {
+                e[ne++] = (edge){R->recs[u[i].msg].begin, +1};
+                e[ne++] = (edge){use_end(&R->recs[u[i].msg], u[i].kind), -1};
+            }
         qsort(e, (size_t)ne, sizeof *e, by_time);
         int open = 0;
         cum[0] = 0;
@@ -829,12 +860,16 @@ static int concurrency(const replay *R, double *conc, double *cstack)
             opn[k] = open;
         }
         for (long i = a; i < b; i++) {
+            if (u[i].kind == USE_OUT_STACK)
+                continue; /* counted for the others, asks nothing */
             const xfer_rec *r = &R->recs[u[i].msg];
-            double end = use_end(r, u[i].stack);
+            double end = use_end(r, u[i].kind);
             double c = (open_integral(e, cum, opn, ne, end) -
                         open_integral(e, cum, opn, ne, r->begin)) /
                        (end - r->begin);
-            double *into = u[i].stack ? &cstack[u[i].msg] : &conc[u[i].msg];
+            double *into = u[i].kind == USE_WAY     ? &conc[u[i].msg]
+                           : u[i].kind == USE_FANIN ? &fanin[u[i].msg]
+                                                    : &duplex[u[i].msg];
             if (c > *into)
                 *into = c;
         }
@@ -884,23 +919,25 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
     long m = R.nrecs;
     double *conc = malloc((size_t)(m + 1) * sizeof *conc);
     double *used = malloc((size_t)(m + 1) * sizeof *used);
-    double *cstack = malloc((size_t)(m + 1) * sizeof *cstack);
-    double *used_stack = malloc((size_t)(m + 1) * sizeof *used_stack);
+    double *fanin = malloc((size_t)(m + 1) * sizeof *fanin);
+    double *duplex = malloc((size_t)(m + 1) * sizeof *duplex);
+    double *used_fanin = malloc((size_t)(m + 1) * sizeof *used_fanin);
+    double *used_duplex = malloc((size_t)(m + 1) * sizeof *used_duplex);
     double *stretch = malloc((size_t)(m + 1) * sizeof *stretch);
     res->converged = 0;
-    if (!conc || !used || !cstack || !used_stack || !stretch) {
+    if (!conc || !used || !fanin || !duplex || !used_fanin || !used_duplex || !stretch) {
         rc = -1;
         snprintf(res->error, sizeof res->error, "out of memory");
         goto done;
     }
     for (long i = 0; i < m; i++)
-        used[i] = used_stack[i] = stretch[i] = 1;
+        used[i] = used_fanin[i] = stretch[i] = 1, used_duplex[i] = 0;
     R.stretch = stretch;
     R.nstretch = m;
     int damp = 0;
     double last_change = 0;
     for (int pass = 1; pass < CT_MODEL_MAX_PASSES; pass++) {
-        if (R.nrecs != m || concurrency(&R, conc, cstack)) {
+        if (R.nrecs != m || concurrency(&R, conc, fanin, duplex)) {
             rc = -1;
             snprintf(res->error, sizeof res->error, R.nrecs != m ? "model: passes differ"
                                                                   : "out of memory");
@@ -910,16 +947,18 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
         for (long i = 0; i < m; i++) {
             /* damped once the changes grow: an alternation settles in between */
             double c = damp ? 0.5 * (used[i] + conc[i]) : conc[i];
-            double cs = damp ? 0.5 * (used_stack[i] + cstack[i]) : cstack[i];
+            double fi = damp ? 0.5 * (used_fanin[i] + fanin[i]) : fanin[i];
+            double du = damp ? 0.5 * (used_duplex[i] + duplex[i]) : duplex[i];
             const xfer_rec *r = &R.recs[i];
-            double f = r->lc ? ct_contention_factor(r->lc, r->bytes, c) *
-                                   (r->res[2] >= 0 ? ct_stack_factor(r->lc, r->bytes, cs) : 1)
-                             : 1;
+            double f = r->lc ? ct_contention_factor(r->lc, r->bytes, c) : 1;
+            if (r->lc && r->from_node >= 0)
+                f *= ct_stack_factor(r->lc, r->bytes, fi, du);
             double d = (f > stretch[i] ? f - stretch[i] : stretch[i] - f) / f;
             if (d > change)
                 change = d;
             used[i] = c;
-            used_stack[i] = cs;
+            used_fanin[i] = fi;
+            used_duplex[i] = du;
             stretch[i] = f;
         }
         if (change <= CT_MODEL_FACTOR_TOLERANCE) { /* this pass ran with its own factors */
@@ -936,8 +975,10 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
 done:
     free(conc);
     free(used);
-    free(cstack);
-    free(used_stack);
+    free(fanin);
+    free(duplex);
+    free(used_fanin);
+    free(used_duplex);
     free(stretch);
     free(R.recs);
     return rc;

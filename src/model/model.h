@@ -53,19 +53,21 @@
  * measured factor already contains the link's sharing); without it the link
  * queue stays as it is.
  *
- * Host stack (optional: nstream = 0 in the inter table gives the model without it,
- * exactly). Issue 21: on hosts whose network stacks share a few cores (the test bed), a
- * host that moves several streams of messages at once, in either direction, spaces them
- * out more than its link does: per-message processing, not bandwidth. Measured by
- * `ct_p2p --stream` (colltune p2p): the per-message gap of a stream of m-byte messages
- * when the busiest host carries k flows (1: one pair; 2: both directions of one pair;
- * k >= 3: k hosts sending to one). A message between nodes holds its sending node's
- * stack and its receiving node's stack (one resource per node, both directions) over
- * [x, x + its link occupancy]; its stack concurrency s is the larger of the two
- * nodes' time-weighted number of such holds during its own, and it is stretched by
- * S(s, m) = gap(s, m) / gap(1, m) (interpolated like F, never below 1): its one-way
- * time, its gap and its link occupancy. With contention data too, the two factors
- * multiply. The same repeated replays settle s as they settle c.
+ * Host stack (optional: nstream_sizes = 0 in the inter table gives the model without
+ * it, exactly). Issue 21: on hosts whose network stacks share a few cores (the test
+ * bed), a host that sends and receives at once, or receives several streams, spaces
+ * the messages out more than its link does: per-message processing, not bandwidth.
+ * Measured by `ct_p2p --stream` (colltune p2p) as per-message gaps of streams of
+ * m-byte messages: one idle pair P(m), both directions of a pair D(m), k hosts sending
+ * to one I(k, m). A message between nodes A -> B holds A's out-stack and B's in-stack
+ * over [x, x + its link occupancy]. Over that interval, i is the time-weighted number
+ * of holds on B's in-stack (itself included: its fan-in) and d the larger of the
+ * time-weighted numbers of holds on A's in-stack and on B's out-stack (the other
+ * direction at either end), at most 1. It is stretched by
+ *   S = max(I(i, m) / P(m), 1 + d (D(m) / P(m) - 1)), never below 1
+ * (I(1) = P; linear in i between the measured counts and beyond the last two): its
+ * one-way time, its gap and its link occupancy. With contention data too, the two
+ * factors multiply. The same repeated replays settle i and d as they settle c.
  */
 #ifndef CT_MODEL_H
 #define CT_MODEL_H
@@ -97,15 +99,16 @@ typedef struct ct_cost_table {
     const double *conc_pairs;    /* ascending counts of concurrent pairs, >= 1 */
     const double *oneway_conc_us; /* nconc x npoints, row j = per-pair one-way
                                      time with conc_pairs[j] pairs at once */
-    /* A host's stack (see "Host stack" above; an inter-node table only); nstream = 0:
-     * none. Appended after the contention fields, with its own sizes like the local
-     * table. */
-    int nstream;                 /* flow counts measured */
-    const double *stream_flows;  /* ascending, the first 1 (one idle pair) */
+    /* Host stacks (see "Host stack" above; an inter-node table only); nstream_sizes =
+     * 0: none. Appended after the contention fields, with their own sizes like the
+     * local table; per-message gaps of a stream of messages of each size. */
     int nstream_sizes;
-    const double *stream_bytes;  /* ascending message sizes of the streams */
-    const double *stream_gap_us; /* nstream x nstream_sizes, row j = per-message gap of
-                                    a flow with stream_flows[j] flows at its host */
+    const double *stream_bytes;     /* ascending message sizes of the streams */
+    const double *stream_pair_us;   /* one idle pair */
+    const double *stream_duplex_us; /* both directions of one pair at once; NULL: none */
+    int nfanin;                     /* fan-in counts measured (0: none) */
+    const double *fanin_flows;      /* ascending counts >= 2 of hosts sending to one */
+    const double *stream_fanin_us;  /* nfanin x nstream_sizes */
 } ct_cost_table;
 
 /* The replays stop once no factor moves by more than the tolerance, or after
@@ -179,8 +182,9 @@ int ct_model_predict_contention_named(const ct_cost_table *costs, const ct_cost_
  * exposed for the tests). */
 double ct_contention_factor(const ct_cost_table *costs, double m, double c);
 
-/* The host-stack factor S(s, m) of the table (1 without stream data). */
-double ct_stack_factor(const ct_cost_table *costs, double m, double s);
+/* The host-stack factor S of an m-byte message with fan-in i and duplex share d (1
+ * without stream data). */
+double ct_stack_factor(const ct_cost_table *costs, double m, double fanin, double duplex);
 
 /* Interpolated cost of m bytes in one of the table's columns (exposed for the
  * tests and the split-tree model). */

@@ -642,31 +642,35 @@ static void alltoall_rounds(void)
 }
 
 /* ---------------------------------------------------------------- host stacks
- * Issue 21: on the test bed a host that streams several flows of small messages at
- * once (in either direction) spaces them out more than its link: per-message
+ * Issue 21: on the test bed a host that sends and receives at once, or receives
+ * several streams of small messages, spaces them out more than its link: per-message
  * processing in a shared network stack. A synthetic inter table: T = 100, g = link
- * occupancy = 50 us, os = or = 0; the per-message gap of a stream is 50, 80 and 150 us
- * with 1, 2 and 3 flows at the busiest host, so S(2) = 1.6, S(3) = 3 (and S(2.5) =
- * 2.3, S(4) = 4.4 by the last segment's line). Replays of k = 4 rounds, one message
- * a flow a round:
+ * occupancy = 50 us, os = or = 0; the per-message gap of a stream is 50 us for one
+ * pair, 80 with both directions of the pair (D/P = 1.6), 100 and 150 with 2 and 3
+ * hosts sending to one (I/P = 2 and 3; 2.5 at 2.5 flows, 4 at 4 by the last line).
+ * Replays of k = 4 rounds, one message a flow a round:
  *   fan-in, ranks 1-3 (a node each) to rank 0: the three messages of a round hold
- *     rank 0's stack together (s = 3): each is stretched by 3, so the senders' next
- *     messages leave every 150 us and the last lands at (k-1) 150 + 3 T = 750
- *     (250 without stream data: (k-1) g + T);
- *   both directions of one pair, each rank sending and receiving every round: s = 2
- *     on both stacks, every round waits for its receive: k S(2) T = 640 (k T = 400);
- *   two pairs on nodes of their own, and the fan-in inside one node: never charged,
- *     (k-1) g + T = 250. */
-static const double st_flows[3] = {1, 2, 3}, st_bytes[2] = {1, 16 << 20};
-static const double st_gaps[6] = {50, 50, 80, 80, 150, 150};
+ *     rank 0's in-stack together (i = 3, d = 0): each is stretched by 3, so the
+ *     senders' next messages leave every 150 us and the last lands at
+ *     (k-1) 150 + 3 T = 750 (250 without stream data: (k-1) g + T);
+ *   both directions of one pair, each rank sending and receiving every round (i = 1,
+ *     d = 1): every round waits for its receive: k 1.6 T = 640 (k T = 400);
+ *   two pairs on nodes of their own, a fan-out (rank 0 to ranks 1-3: its link
+ *     spaces them, its stack only sends), and the fan-in inside one node: never
+ *     charged, the same as without stream data. */
+static const double st_bytes[2] = {1, 16 << 20}, st_pair[2] = {50, 50},
+                    st_duplex[2] = {80, 80}, st_fanin_flows[2] = {2, 3},
+                    st_fanin[4] = {100, 100, 150, 150};
 
 static ct_cost_table with_stack(ct_cost_table c)
 {
-    c.nstream = 3;
-    c.stream_flows = st_flows;
     c.nstream_sizes = 2;
     c.stream_bytes = st_bytes;
-    c.stream_gap_us = st_gaps;
+    c.stream_pair_us = st_pair;
+    c.stream_duplex_us = st_duplex;
+    c.nfanin = 2;
+    c.fanin_flows = st_fanin_flows;
+    c.stream_fanin_us = st_fanin;
     return c;
 }
 
@@ -703,11 +707,15 @@ static void host_stacks_share(void)
     const int k = 4;
     ct_cost_table plain = constant_table(0, 0, g, t, CT_MODE_IMMEDIATE);
     ct_cost_table st = with_stack(plain);
-    CHECK_NEAR(ct_stack_factor(&st, 8192, 1), 1, "stack factor at %s", "1 flow");
-    CHECK_NEAR(ct_stack_factor(&st, 8192, 2), 1.6, "stack factor at %s", "2 flows");
-    CHECK_NEAR(ct_stack_factor(&st, 8192, 2.5), 2.3, "stack factor at %s", "2.5 flows");
-    CHECK_NEAR(ct_stack_factor(&st, 8192, 4), 4.4, "stack factor at %s", "4 flows");
-    CHECK_NEAR(ct_stack_factor(&plain, 8192, 3), 1, "stack factor without %s", "streams");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 1, 0), 1, "stack factor at %s", "1 flow");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 1.5, 0), 1.5, "stack factor at %s", "fan-in 1.5");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 2.5, 0), 2.5, "stack factor at %s", "fan-in 2.5");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 4, 0), 4, "stack factor at %s", "fan-in 4");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 1, 1), 1.6, "stack factor at %s", "duplex");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 1, 0.5), 1.3, "stack factor at %s", "half duplex");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 1, 3), 1.6, "stack factor at %s", "duplex 3 (1)");
+    CHECK_NEAR(ct_stack_factor(&st, 8192, 3, 1), 3, "stack factor at %s", "fan-in 3, duplex");
+    CHECK_NEAR(ct_stack_factor(&plain, 8192, 3, 1), 1, "stack factor without %s", "streams");
     const int apart[4] = {0, 1, 2, 3}, one[4] = {0, 0, 0, 0};
     const int fan_from[3] = {1, 2, 3}, fan_to[3] = {0, 0, 0};
     int passes;
@@ -727,16 +735,23 @@ static void host_stacks_share(void)
     const int two_from[2] = {0, 2}, two_to[2] = {1, 3};
     CHECK_NEAR(stream_replay(&plain, &st, apart, 4, two_from, two_to, 2, k, &passes),
                (k - 1) * g + t, "two pairs on hosts of their own, %d rounds", k);
+    const int out_from[3] = {0, 0, 0}, out_to[3] = {1, 2, 3};
+    double fan_out = stream_replay(&plain, &plain, apart, 4, out_from, out_to, 3, k, &passes);
+    if (fan_out < (k - 1) * g + t)
+        printf("FAIL fan-out without stream data: %.3f, below a lone stream\n", fan_out),
+            failures++;
+    CHECK_NEAR(stream_replay(&plain, &st, apart, 4, out_from, out_to, 3, k, &passes), fan_out,
+               "fan-out of 3 across hosts, %d rounds: the link's, no stack charge", k);
     /* A bad table is refused. */
     ct_cost_table bad = st;
-    static const double from_two[3] = {2, 3, 4};
-    bad.stream_flows = from_two;
+    static const double from_one[2] = {1, 3};
+    bad.fanin_flows = from_one;
     ct_model_result res = {0};
     ct_sched s0, *ps = &s0;
     ct_sched_init(&s0);
     if (ct_model_run_layers(&plain, &bad, apart, 1, &ps, 1, &res) == 0 ||
-        !strstr(res.error, "stream flow counts must start at 1"))
-        printf("FAIL stream flows from 2 accepted: '%s'\n", res.error), failures++;
+        !strstr(res.error, "fan-in counts do not ascend from 2"))
+        printf("FAIL fan-in counts from 1 accepted: '%s'\n", res.error), failures++;
     ct_sched_free(&s0);
 }
 

@@ -282,3 +282,63 @@ def test_files_without_contention_fields_predict_as_before(env):
     doc = json.loads(SYNTHETIC.read_text())
     doc["layers"][0]["concurrent_pairs"] = [1, 2]
     assert Model.from_p2p(build, doc).table.nconc == 0
+
+
+# Host stacks (issue 21, docs/MODEL.md "Host stack"): the inter-host layer's `stream` (what
+# `ct_p2p --stream` measured) goes to the C model; messages between hosts that arrive at one
+# host together (fan-in), or meet the other direction there, are stretched by the measured
+# gaps over one pair's.
+def _two_layers_with_streams(fanin_factor: float, duplex_factor: float) -> dict:
+    doc = json.loads(TWO.read_text())
+    sizes = [1024, 65536, 1 << 20]
+    pair = [10.0, 60.0, 800.0]
+    doc["layers"][1]["stream"] = {
+        "sizes_bytes": sizes, "pair_us": pair,
+        "duplex_us": [duplex_factor * g for g in pair],
+        "fanin_flows": [2, 3], "fanin_us": [[k * fanin_factor / 3 * g for g in pair]
+                                            for k in (2, 3)]}
+    return doc
+
+
+def test_streams_charge_a_fan_in_across_hosts_and_not_a_fan_out():
+    from colltune.model.model import Model, node_layout
+    from colltune.p2p.schema import validate
+
+    build = _build_or_skip()
+    doc = _two_layers_with_streams(3.0, 1.6)
+    assert validate(doc) == []
+    plain = Model.from_p2p(build, json.loads(TWO.read_text()), hosts=True)
+    stacks = Model.from_p2p(build, doc, hosts=True)
+    assert stacks.inter_table.nstream_sizes == 3 and stacks.inter_table.nfanin == 2
+    assert plain.inter_table.nstream_sizes == 0
+    nodes = node_layout(4, hosts=4)  # one rank a host
+    gather = ("gather", "linear", 64 << 10, 4)
+    assert stacks.predict(*gather, segsize=0, nodes=nodes)["predicted_us"] > \
+        1.5 * plain.predict(*gather, segsize=0, nodes=nodes)["predicted_us"]
+    # the root's messages out only: its link spaces them, its stack is not charged
+    scatter = ("scatter", "linear", 64 << 10, 4)
+    assert stacks.predict(*scatter, segsize=0, nodes=nodes)["predicted_us"] == \
+        pytest.approx(plain.predict(*scatter, segsize=0, nodes=nodes)["predicted_us"])
+    # on one host nothing crosses a host's stack
+    one = Model.from_p2p(build, doc)
+    assert one.predict(*gather, segsize=0)["predicted_us"] == \
+        pytest.approx(plain.predict(*gather, segsize=0)["predicted_us"])
+
+
+def test_repredict_keeps_the_measurements_and_redoes_the_verdicts():
+    from colltune.model.model import Model
+    from colltune.model.validate import repredict
+
+    build = _build_or_skip()
+    doc = {"schema": "colltune-validation", "cases": [{
+        "op": "gather", "size_bytes": 65536, "ranks": 4, "hosts": 4,
+        "rows": [{"algorithm": a, "segsize": s, "measured_us": m, "predicted_us": 1.0}
+                 for a, s, m in (("linear", 65536, 900.0), ("linear", 8192, 1500.0),
+                                 ("binomial", 65536, 1200.0), ("binomial", 8192, 1300.0))]}]}
+    model = Model.from_p2p(build, _two_layers_with_streams(3.0, 1.6), hosts=True)
+    out = repredict(doc, model)
+    case = out["cases"][0]
+    assert [r["measured_us"] for r in case["rows"]] == [900.0, 1500.0, 1200.0, 1300.0]
+    assert all(r["predicted_us"] > 1.0 for r in case["rows"])
+    assert "summary" in case and isinstance(case["holds"], bool)
+    assert out["repredicted_at"] and doc["cases"][0]["rows"][0]["predicted_us"] == 1.0

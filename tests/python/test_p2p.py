@@ -325,3 +325,81 @@ def test_concurrent_job_runs_and_merges():
     assert layer["concurrent_pairs"] == [1, 2]
     assert all(len(p["oneway_concurrent_us"]) == 2 and min(p["oneway_concurrent_us"]) > 0
                for p in layer["points"])
+
+
+# Host stacks (issue 21, docs/MODEL.md "Host stack"): `ct_p2p --stream` across the hosts of a
+# placement, merged into the inter-host layer's `stream`.
+def test_stream_scenarios_by_host_count():
+    from colltune.p2p.p2p import stream_scenarios
+
+    assert stream_scenarios(1) == []
+    two = stream_scenarios(2)
+    assert [(k, n) for k, n, _ in two] == [("pair", 1), ("duplex", 2)]  # no fan-in of one
+    four = stream_scenarios(4)
+    assert [(k, n) for k, n, _ in four] == [("pair", 1), ("duplex", 2), ("fanin", 2),
+                                           ("fanin", 3)]
+    assert four[3][2] == [(1, 0), (2, 0), (3, 0)]
+    ten = [n for k, n, _ in stream_scenarios(10) if k == "fanin"]
+    assert ten == [2, 3, 8]
+
+
+def _stream_output(scenarios, sizes, gap) -> list[dict]:
+    """What `ct_p2p --stream` prints (tools/p2p/ct_p2p.c): a header, then a line per size
+    and scenario with the flows' gaps; gap(kind, n, m) gives the slowest flow's."""
+    out = [{"ranks": [], "sizes": sizes, "stream": [f for _, _, f in scenarios]}]
+    for m in sizes:
+        for j, (kind, n, flows) in enumerate(scenarios):
+            g = gap(kind, n, m)
+            out.append({"size_bytes": m, "scenario": j, "flows": [list(f) for f in flows],
+                        "messages": 16, "iterations": 5, "gap_us": [g] * len(flows),
+                        "max_gap_us": g})
+    return out
+
+
+def _stream_gap(kind, n, m):
+    pair = 10 + m / 100
+    return pair * (1 if kind == "pair" else 1.5 if kind == "duplex" else n)
+
+
+def test_merge_stream_output_into_the_inter_host_layer():
+    from colltune.p2p.p2p import merge_stream, stream_scenarios
+
+    scen = stream_scenarios(4)
+    sizes = [1024, 8192, 65536]
+    doc = copy.deepcopy(GOOD)
+    layer = doc["layers"][0]
+    assert merge_stream(layer, _stream_output(scen, sizes, _stream_gap), scen)
+    st = layer["stream"]
+    assert st["sizes_bytes"] == sizes and st["fanin_flows"] == [2, 3]
+    assert st["pair_us"] == [_stream_gap("pair", 1, m) for m in sizes]
+    assert st["duplex_us"] == [_stream_gap("duplex", 2, m) for m in sizes]
+    assert st["fanin_us"][1] == [_stream_gap("fanin", 3, m) for m in sizes]
+    assert st["scenarios"]["fanin 3"] == [[1, 0], [2, 0], [3, 0]]
+    assert validate(doc) == []
+    # a scenario missing at one size (an interrupted job): the layer is left without it
+    doc = copy.deepcopy(GOOD)
+    cut = _stream_output(scen, sizes, _stream_gap)[:-1]
+    assert not merge_stream(doc["layers"][0], cut, scen)
+    assert "stream" not in doc["layers"][0]
+
+
+@pytest.mark.parametrize("change, field, reason", [
+    (lambda st: st.update(sizes_bytes=[8192, 1024, 65536]), "stream.sizes_bytes",
+     "ascending positive integers"),
+    (lambda st: st["pair_us"].pop(), "stream.pair_us", "one value per size"),
+    (lambda st: st["duplex_us"].__setitem__(0, 0.0), "stream.duplex_us[0]", "not positive"),
+    (lambda st: st.update(fanin_flows=[1, 3]), "stream.fanin_flows", "integers >= 2"),
+    (lambda st: st["fanin_us"].pop(), "stream.fanin_us", "one row per fan-in count"),
+    (lambda st: st["fanin_us"][0].__setitem__(2, "x"), "stream.fanin_us[0][2]",
+     "not a number"),
+])
+def test_bad_stream_fields_are_rejected(change, field, reason):
+    from colltune.p2p.p2p import merge_stream, stream_scenarios
+
+    scen = stream_scenarios(4)
+    doc = copy.deepcopy(GOOD)
+    assert merge_stream(doc["layers"][0], _stream_output(scen, [1024, 8192, 65536],
+                                                         _stream_gap), scen)
+    change(doc["layers"][0]["stream"])
+    errors = [str(e) for e in validate(doc)]
+    assert any(f"layers[0].{field}: " in e and reason in e for e in errors), errors

@@ -33,7 +33,11 @@ class _CostTable(ctypes.Structure):
                 ("g_pending_us", _D), ("nlocal", ctypes.c_int), ("local_bytes", _D),
                 ("copy_us", _D), ("reduce_us", _D),
                 # contention (optional; nconc 0: none, the model without it exactly)
-                ("nconc", ctypes.c_int), ("conc_pairs", _D), ("oneway_conc_us", _D)]
+                ("nconc", ctypes.c_int), ("conc_pairs", _D), ("oneway_conc_us", _D),
+                # host stacks (optional, inter-host layer; nstream 0: none)
+                ("nstream_sizes", ctypes.c_int), ("stream_bytes", _D), ("stream_pair_us", _D),
+                ("stream_duplex_us", _D), ("nfanin", ctypes.c_int), ("fanin_flows", _D),
+                ("stream_fanin_us", _D)]
 
 
 class ModelError(ValueError):
@@ -158,6 +162,18 @@ class Model:
             t.conc_pairs = arr(conc)
             t.oneway_conc_us = arr([p["oneway_concurrent_us"][k] for k in range(len(conc))
                                     for p in points])
+        stream = layer.get("stream")
+        if stream and stream.get("sizes_bytes") and stream.get("pair_us"):
+            t.nstream_sizes = len(stream["sizes_bytes"])
+            t.stream_bytes = arr(stream["sizes_bytes"])
+            t.stream_pair_us = arr(stream["pair_us"])
+            if stream.get("duplex_us"):
+                t.stream_duplex_us = arr(stream["duplex_us"])
+            if stream.get("fanin_flows"):
+                # row-major: row j = the gaps with fanin_flows[j] hosts sending to one
+                t.nfanin = len(stream["fanin_flows"])
+                t.fanin_flows = arr(stream["fanin_flows"])
+                t.stream_fanin_us = arr([g for row in stream["fanin_us"] for g in row])
         return t
 
     @classmethod

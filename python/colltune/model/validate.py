@@ -11,7 +11,9 @@ order, and the pairs whose measured bests differ by more than 10% (ranked the ot
 the model: `discordant`). Across hosts (--testbed / --hostfile) the model places the ranks
 as the job does and charges messages between hosts the inter-host layer's costs. Plots: one
 per algorithm (measured and predicted against the segment size) and one comparing the
-algorithms, as PNG files; the run is recorded for the report.
+algorithms, as PNG files; the run is recorded for the report. `--repredict FILE` measures
+nothing: it takes the measured rows of an earlier validation and predicts them again with
+--p2p (a model or p2p file changed since), on the same layout.
 """
 
 from __future__ import annotations
@@ -188,6 +190,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-bind", action="store_true", help="do not pin ranks to cores")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
+    p.add_argument("--repredict", metavar="VALIDATION", default=None,
+                   help="measure nothing: predict the measured rows of an earlier validation "
+                        "(its JSON) again with --p2p, on its ranks' layout")
     add_host_arguments(p)
     p.set_defaults(func=cmd_validate)
 
@@ -216,11 +221,60 @@ def host_layout(build: MPIBuild, ranks: int) -> list[int] | None:
     return [order.index(h) for h in names] if len(order) > 1 else None
 
 
+def repredict(doc: dict, model: Model) -> dict:
+    """An earlier validation document with every row predicted again by `model` (the
+    measurements kept), each case's summary and verdict redone; the ranks are placed as
+    the job placed them (block placement over the case's hosts)."""
+    from .model import node_layout
+
+    out = {**doc, "cases": [], "repredicted_from": doc.get("p2p"),
+           "repredicted_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    for case in doc["cases"]:
+        n, hosts = case["ranks"], case.get("hosts") or 1
+        nodes = node_layout(n, hosts=hosts) if hosts > 1 else None
+        rows = []
+        for r in case["rows"]:
+            seg = 0 if r["segsize"] >= case["size_bytes"] else r["segsize"]
+            pred = model.predict(case["op"], r["algorithm"], case["size_bytes"], n,
+                                 segsize=seg, nodes=nodes)
+            rows.append({**r, "predicted_us": pred["predicted_us"]})
+        algs = list(dict.fromkeys(r["algorithm"] for r in rows))
+        new = {**case, "rows": rows, "summary": summarize(rows, algs)}
+        new["holds"] = holds(new["summary"])
+        out["cases"].append(new)
+    return out
+
+
+def cmd_repredict(args: argparse.Namespace) -> int:
+    try:
+        old = json.loads(Path(args.repredict).read_text())
+        if old.get("schema") != SCHEMA or not isinstance(old.get("cases"), list):
+            raise ValueError(f"{args.repredict}: not a {SCHEMA} document")
+        build = MPIBuild.select(args.mpi)
+        across = any((c.get("hosts") or 1) > 1 for c in old["cases"])
+        model = Model.from_p2p(build, load_p2p(args.p2p), args.layer, hosts=across)
+        doc = repredict(old, model)
+    except (MPIError, ModelError, ValueError, OSError, KeyError) as e:
+        print(f"colltune validate-model: {e}", file=sys.stderr)
+        return 2
+    doc["p2p"] = str(args.p2p)
+    outdir = Path(args.plots)
+    outdir.mkdir(parents=True, exist_ok=True)
+    for case in doc["cases"]:
+        case["plots"] = plot_case(case, outdir)
+        print(case_text(case), flush=True)
+    write_atomic(args.output, json.dumps(doc, indent=1))
+    print(f"validation (predicted again with {args.p2p}): {args.output}; plots in {outdir}/")
+    return 0
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from ..bench.bench import BenchInterrupted, run_bench
     from ..core.args import byte_size
     from ..core.mpi import apply_host_arguments
 
+    if args.repredict:
+        return cmd_repredict(args)
     apply_host_arguments(args)
     try:
         ranks = [int(x) for x in args.ranks.split(",") if x.strip()]

@@ -9,6 +9,10 @@ Then, for the first layer inside a host and the first between hosts, a job of 2P
 (`ct_p2p --concurrent`) measures the one-way time of 1 to P pairs at once (contention: the
 layer's `concurrent_pairs` and its points' `oneway_concurrent_us`); P = min(8, cores / 2),
 none when P < 2.
+Across hosts (a placement of H >= 2 hosts, one rank a host), a third job (`ct_p2p --stream`)
+measures the per-message gap of streams of 1 KiB to 256 KiB messages: one pair, both
+directions of that pair at once (duplex), and k = 2, 3 (and H - 1, at most 8) hosts sending to
+one (fan-in): the inter-host layer's `stream` (issue 21; docs/MODEL.md "Host stack").
 The result is p2p.json (schema colltune-p2p version 1, `p2p_schema`).
 
 `measure_p2p` is what `colltune run` calls.
@@ -47,6 +51,50 @@ JOB_TIMEOUT_S = 600
 # synchronisations per iteration; the mode test's samples.
 _TRANSFERS, _SYNCS, _MODE_SAMPLES = 13 + sum(PENDING_COUNTS), 5 + len(PENDING_COUNTS), 6
 MAX_PAIRS = 8  # concurrent pairs measured at most (ct_p2p --concurrent)
+STREAM_SIZES = [1 << k for k in range(10, 19)]  # 1 KiB .. 256 KiB (ct_p2p --stream)
+
+
+def stream_scenarios(hosts: int) -> list[tuple[str, int, list[tuple[int, int]]]]:
+    """The `ct_p2p --stream` scenarios across `hosts` hosts (rank i on host i), as (kind,
+    flows at the busiest host, flows): one pair; both directions of that pair (duplex); k
+    hosts sending to host 0 (fan-in) for k = 2, 3 and hosts - 1 (at most 8) where there are
+    that many. Empty below 2 hosts."""
+    if hosts < 2:
+        return []
+    out = [("pair", 1, [(0, 1)]), ("duplex", 2, [(0, 1), (1, 0)])]
+    for k in sorted({2, 3, min(8, hosts - 1)}):
+        if 2 <= k <= hosts - 1:  # a fan-in of one is the pair again
+            out.append(("fanin", k, [(i, 0) for i in range(1, k + 1)]))
+    return out
+
+
+def merge_stream(layer: dict, records: list[dict], scenarios: list) -> bool:
+    """Merge a `ct_p2p --stream` job's output into a layer's `stream`: `sizes_bytes`,
+    `pair_us`, `duplex_us` (the slower direction), `fanin_flows` and `fanin_us` (one row
+    per count), each a per-message gap per size, and `scenarios` (the flows of each). Only
+    when every scenario has every size (else the layer is left without it): True when
+    merged."""
+    lines = [r for r in records if "scenario" in r and "max_gap_us" in r]
+    sizes = sorted({r["size_bytes"] for r in lines})
+    got = {(r["scenario"], r["size_bytes"]): r["max_gap_us"] for r in lines}
+    if not sizes or any((j, m) not in got or not got[(j, m)] > 0
+                        for j in range(len(scenarios)) for m in sizes):
+        return False
+
+    def row(j):
+        return [got[(j, m)] for m in sizes]
+
+    kinds = [k for k, _, _ in scenarios]
+    stream = {"sizes_bytes": sizes, "pair_us": row(kinds.index("pair"))}
+    if "duplex" in kinds:
+        stream["duplex_us"] = row(kinds.index("duplex"))
+    fanin = [(n, j) for j, (k, n, _) in enumerate(scenarios) if k == "fanin"]
+    if fanin:
+        stream["fanin_flows"] = [n for n, _ in fanin]
+        stream["fanin_us"] = [row(j) for _, j in fanin]
+    stream["scenarios"] = {f"{k} {n}": [list(f) for f in flows] for k, n, flows in scenarios}
+    layer["stream"] = stream
+    return True
 
 
 class P2PError(RuntimeError):
@@ -235,6 +283,7 @@ class P2PRun:
                  f"{_fmt(self.sizes[-1])}, {len(plan)} layer(s): about {_clock(estimate)}")
         env = self.build.launch_env(2)
         failures = []
+        stream_entry = self.stream_plan(plan)
         try:
             for entry in plan:
                 records: list[dict] = []
@@ -255,6 +304,9 @@ class P2PRun:
                 if id(entry) in conc and self.doc["layers"] and \
                         self.doc["layers"][-1]["layer"] == entry["layer"]:
                     self.run_concurrent(entry, conc[id(entry)], self.doc["layers"][-1])
+                if entry is stream_entry and self.doc["layers"] and \
+                        self.doc["layers"][-1]["layer"] == entry["layer"]:
+                    self.run_stream(entry, self.doc["layers"][-1])
         except KeyboardInterrupt:
             self.warn("interrupted: the layers and sizes not measured are missing")
             self.doc["duration_s"] = round(time.monotonic() - started, 2)
@@ -288,6 +340,39 @@ class P2PRun:
                               "cores": cores[:pairs] * 2 if cores else None,
                               "hosts": [h0] * pairs + [h1] * pairs}
         return out
+
+    def stream_plan(self, plan: list[dict]) -> dict | None:
+        """The plan entry whose layer gets the streams: the first between hosts, when the
+        placement has at least 2 hosts (one rank a host)."""
+        placement = self.build.placement
+        if not placement or len(placement.hosts) < 2:
+            return None
+        return next((e for e in plan if e.get("between_hosts")), None)
+
+    def stream_command(self, scenarios: list) -> list[str]:
+        tool = str(self.build.tool("ct_p2p"))
+        spec = "/".join(",".join(f"{a}>{b}" for a, b in flows) for _, _, flows in scenarios)
+        args = [tool, "--stream", spec, "--sizes", ",".join(map(str, STREAM_SIZES)),
+                "--iters", "5"]
+        hosts = list(self.build.placement.hosts)
+        return self.build.launch_command(len(hosts), args, bind=False, hosts=hosts)
+
+    def run_stream(self, entry: dict, layer: dict) -> None:
+        """The streams job across the hosts, merged into the layer; a failure is a warning
+        (the layer stays without host-stack data)."""
+        hosts = len(self.build.placement.hosts)
+        scenarios = stream_scenarios(hosts)
+        records: list[dict] = []
+        cmd = self.stream_command(scenarios)
+        self.commands.append(shlex.join(cmd))
+        label = f"p2p layer {entry['layer']} (streams across {hosts} hosts)"
+        try:
+            _run_job(cmd, label, self.build.launch_env(hosts), records, self.progress)
+        except P2PError as e:
+            self.warn(f"layer {entry['layer']}: streams: {e}")
+            return
+        if not merge_stream(layer, records, scenarios):
+            self.warn(f"layer {entry['layer']}: streams: output incomplete, not kept")
 
     def _cores(self) -> list[int] | None:
         """The cores ct_probe lists when this build can bind (None: unpinned), once."""

@@ -158,6 +158,8 @@ def _layer(layer, f, pending, need, number, value) -> None:
                 for k, v in enumerate(values):
                     value(v, f"{pf}.{key}[{k}]")
             _concurrent(p, pf, layer, conc, need, value)
+    if "stream" in layer:
+        _stream(layer["stream"], f + ".stream", need, value)
     switches = layer.get("switches")
     if need(isinstance(switches, list), f + ".switches", "missing or not a list"):
         for j, s in enumerate(switches):
@@ -186,6 +188,44 @@ def _concurrent(p, pf, layer, conc, need, value) -> None:
              f"{len(values)} values for {len(conc)} concurrent_pairs")
     for k, v in enumerate(values):
         value(v, f"{field}[{k}]")
+
+
+def _stream(st, f, need, value) -> None:
+    """A layer's optional `stream` (host stacks, docs/MODEL.md): sizes_bytes ascending,
+    pair_us (and optionally duplex_us) one positive gap per size, fanin_flows ascending
+    integers >= 2 with fanin_us one such row per count."""
+    if not need(isinstance(st, dict), f, "not an object"):
+        return
+    sizes = st.get("sizes_bytes")
+    sizes_ok = need(isinstance(sizes, list) and sizes
+                    and all(isinstance(m, int) and not isinstance(m, bool) and m >= 1
+                            for m in sizes)
+                    and all(a < b for a, b in zip(sizes, sizes[1:], strict=False)),
+                    f + ".sizes_bytes", "not a list of ascending positive integers")
+
+    def gaps(row, rf):
+        if not need(isinstance(row, list) and (not sizes_ok or len(row) == len(sizes)), rf,
+                    "missing or not one value per size"):
+            return
+        for i, v in enumerate(row):
+            if value(v, f"{rf}[{i}]"):
+                need(v > 0, f"{rf}[{i}]", "not positive")
+
+    gaps(st.get("pair_us"), f + ".pair_us")
+    if "duplex_us" in st:
+        gaps(st["duplex_us"], f + ".duplex_us")
+    flows = st.get("fanin_flows")
+    if flows is None and "fanin_us" not in st:
+        return
+    if need(isinstance(flows, list) and flows
+            and all(isinstance(k, int) and not isinstance(k, bool) and k >= 2 for k in flows)
+            and all(a < b for a, b in zip(flows, flows[1:], strict=False)),
+            f + ".fanin_flows", "not a list of ascending integers >= 2"):
+        rows = st.get("fanin_us")
+        if need(isinstance(rows, list) and len(rows) == len(flows), f + ".fanin_us",
+                "not one row per fan-in count"):
+            for j, row in enumerate(rows):
+                gaps(row, f"{f}.fanin_us[{j}]")
 
 
 def switches(points: list[dict]) -> list[dict]:
