@@ -30,6 +30,10 @@
 #                                                   sizes (bench/strategies_study.py), and
 #                                                   colltune tune-nbc at 12 ranks (threads on
 #                                                   the 4 free cores): OUTDIR/issue21.tgz
+#   bench/device.sh OUTDIR issue22 [NRANKS]         issue 22's eight operations against
+#                                                   native at NRANKS (16), MPICH and Open MPI,
+#                                                   8 B, 1 KiB, 64 KiB, resumable:
+#                                                   OUTDIR/issue22.tgz
 #   bench/device.sh OUTDIR tune [NRANKS [STEP...]]  issue 8's figures, resumable: the paper's
 #                                                   table 2 cases (8 ranks) per strategy, the
 #                                                   grid at NRANKS (16) per strategy and MPI,
@@ -182,6 +186,30 @@ PY
         *) echo "unknown issue21 step '$step' (p2p, validate, strategies, nbc)" >&2; exit 2 ;;
         esac
         tar czf "$out/issue21.tgz" -C "$work" .
+    done
+    ;;
+issue22)
+    # The eight operations of issue 22 against native at NRANKS (16), every colltune
+    # algorithm (colltune bench, --check), MPICH and Open MPI, at 8 B, 1 KiB and 64 KiB a
+    # block; a (mpi, op, size) whose JSON exists is skipped, so a cut-off call resumes.
+    work=${ISSUE22_DIR:-/tmp/colltune-device-issue22}
+    n=${1:-16}
+    mkdir -p "$work"
+    { date -u; uname -a; lscpu; } >"$work/machine.txt" 2>&1
+    for mpi in mpich openmpi; do
+        build_mpi "$mpi" >"$work/build-$mpi.log" 2>&1
+        for op in allgatherv alltoallv gatherv scatterv reduce_scatter_block reduce_scatter \
+            scan exscan; do
+            for s in 8 1024 65536; do
+                f=$work/$mpi-$op-$s.json
+                [ -s "$f" ] && continue
+                log "bench $op $s B with $mpi at $n ranks"
+                COLLTUNE_MPI=$mpi colltune bench --mpi "$mpi" --op "$op" -n "$n" --min "$s" \
+                    --max "$s" --iters 200 --warmup 20 --no-record --json "$f" \
+                    >"$work/$mpi-$op-$s.log" 2>&1 || log "failed: $mpi $op $s"
+            done
+            tar czf "$out/issue22.tgz" -C "$work" .
+        done
     done
     ;;
 tune)
