@@ -36,11 +36,14 @@ LOG = re.compile(r"MPI_I([a-z]+) \d+ bytes -> ([a-z0-9_]+)")
 
 
 def _algorithms() -> dict[str, list[str]]:
+    """colltune's algorithms of each operation that serve non-blocking calls (the shm family
+    serves blocking calls only, docs/ALGORITHMS.md: test_shm_goes_native)."""
     try:
         registry = MPIBuild.select().registry()
     except MPIError:
         return {op: [] for op in OPS}
-    return {op: [a["name"] for a in registry if a["coll"] == op and not a["native"]]
+    return {op: [a["name"] for a in registry
+                 if a["coll"] == op and not a["native"] and not a["shared_memory"]]
             for op in OPS}
 
 
@@ -127,6 +130,21 @@ def test_every_completion_call_with_every_algorithm(build, nranks, tmp_path):
         else:
             for op in OPS:
                 assert (op, env[f"COLLTUNE_{op.upper()}_ALGORITHM"]) in ran, (name, op, ran)
+
+
+def test_shm_goes_native(build):
+    """shm forced for every operation: each non-blocking call runs native (the node's
+    shared segment serves blocking calls only), with the native results."""
+    nranks = NRANKS[-1]
+    want = native(build, nranks)
+    env = {f"COLLTUNE_{op.upper()}_ALGORITHM": "shm" for op in OPS}
+    # native, so no early free of the communicator under Open MPI (its libnbc crashes on
+    # one, docs/DROPIN.md), as the reference run does
+    free = ["--free", "type,op"] if build.flavor == "openmpi" else []
+    p = run(build, nranks, *free, COLLTUNE_LOG="debug", **env)
+    assert digests(p, nranks, ("shm", env)) == want
+    ran = {(op, alg) for op, alg in LOG.findall(p.stderr) if op in OPS}
+    assert ran == {(op, "native") for op in OPS}, sorted(ran)
 
 
 def test_without_a_progress_thread(build):
