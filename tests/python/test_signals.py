@@ -18,9 +18,10 @@ import pytest
 from colltune.store.store import Store
 
 # native only, 16 B .. 4 MiB: 19 sizes (a progress line each with COLLTUNE_PROGRESS_INTERVAL=0),
+# 40000 iterations so that the sweep outlasts the signal on an idle machine (4000: 1.4 s in all),
 # the last one the longest by far.
 BENCH = ["bench", "--op", "bcast", "-n", "2", "--algs", "native", "--min", "16", "--max", "4M",
-         "--iters", "4000", "--no-check"]
+         "--iters", "40000", "--no-check"]
 SIZES = [16 << i for i in range(19)]
 
 
