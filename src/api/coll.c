@@ -1367,12 +1367,6 @@ int ct_job_restart(ct_job *job)
     return MPI_SUCCESS;
 }
 
-void ct_job_defer(ct_job *job)
-{
-    if (job->segment)
-        ((shm_segment *)job->segment)->seq--;
-}
-
 int ct_job_finish(ct_job *job)
 {
     if (job->empty || !job->unpack_after)

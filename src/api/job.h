@@ -72,12 +72,6 @@ int ct_call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *opts,
  * ones of the preparation. */
 int ct_job_restart(ct_job *job);
 
-/* A prepared job that does not run now (a persistent call's init): gives back the
- * shared-memory epoch preparing took, so that each start takes the next one. A
- * schedule on a shared segment first waits for every rank to be done with the
- * previous epoch, which a prepared but never run call would never be. */
-void ct_job_defer(ct_job *job);
-
 /* After the schedule ran: the unpack into the caller's buffer. */
 int ct_job_finish(ct_job *job);
 

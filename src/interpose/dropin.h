@@ -1,5 +1,5 @@
 /*
- * What the drop-in's files share (pmpi.c, pmpi_v.c, pmpi_persistent.c): the
+ * What the drop-in's files share (pmpi.c, pmpi_v.c, pmpi_persistent.c, fortran.c): the
  * choice of algorithm for a call, the MPI names of the operations, and the
  * conversions of the large-count (_c) forms. Internal to libcolltune_pmpi.
  */

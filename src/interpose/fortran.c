@@ -41,6 +41,8 @@
 
 #include <mpi.h>
 
+#include "dropin.h" /* CT_HAVE_PERSISTENT_COLL */
+
 typedef MPI_Fint F;
 
 /* Fortran INTEGER arrays (indices, counts) are handed to C as int arrays. */
@@ -492,7 +494,7 @@ FORTRAN(mpi_iexscan, MPI_IEXSCAN,
  * them, the library's otherwise (then the Fortran call still works, natively). A
  * persistent request keeps its handle across starts; it is converted back all the same,
  * as the C side may hand out a request of its own. */
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#if CT_HAVE_PERSISTENT_COLL
 #define INFO(f) MPI_Info_f2c(*(f))
 
 FORTRAN(mpi_bcast_init, MPI_BCAST_INIT,
@@ -647,7 +649,7 @@ FORTRAN(mpi_startall, MPI_STARTALL, (F *count, F *reqs, F *ierr))
     arrays_out(&a, rc, rc == MPI_SUCCESS ? *count : 0, reqs, NULL, 0);
     RETURN(rc);
 }
-#endif /* persistent collectives: MPI 4, Open MPI 5 */
+#endif /* CT_HAVE_PERSISTENT_COLL */
 
 /* -- Completion -- */
 

@@ -86,12 +86,16 @@ static int plan(const ct_call *c, const ct_vargs *v, int *native)
 }
 
 /* The library's persistent request was made (rc): counted, logged. */
-static int made_native(int rc, const ct_call *c, const ct_vargs *v)
+static int counted_native(int rc, const ct_call *c, long long bytes)
 {
-    long long bytes = ct_call_bytes_v(c, v);
     ct_dropin_count_native(c->coll, bytes < 0 ? 0 : bytes);
     log_init(c, bytes, "native");
     return rc;
+}
+
+static int made_native(int rc, const ct_call *c, const ct_vargs *v)
+{
+    return counted_native(rc, c, ct_call_bytes_v(c, v));
 }
 
 /* ---- The inits ---------------------------------------------------------------- */
@@ -310,9 +314,7 @@ int MPI_Exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype 
 static int made_native_c(int rc, ct_coll coll, MPI_Comm comm)
 {
     ct_call c = {.coll = coll, .comm = comm};
-    ct_dropin_count_native(coll, 0);
-    log_init(&c, 0, "native");
-    return rc;
+    return counted_native(rc, &c, 0);
 }
 
 int MPI_Bcast_init_c(void *buf, MPI_Count count, MPI_Datatype t, int root, MPI_Comm comm,

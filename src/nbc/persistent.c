@@ -90,7 +90,6 @@ int ct_plan_init(const ct_call *call, const ct_vargs *v, const ct_options *opts,
         return rc; /* the library's (*go -1), or refused */
     }
     *go = 0;
-    ct_job_defer(&p->job); /* each MPI_Start takes its own epoch (ct_job_restart) */
     if ((rc = ct_job_retain(&p->job)) != MPI_SUCCESS) {
         plan_free(p);
         return ct_raise_error(call->comm, rc, "%s: cannot keep the call's handles",

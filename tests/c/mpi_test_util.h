@@ -4,6 +4,14 @@
 
 #include <mpi.h>
 
+/* MPI 4's persistent collectives (MPI_Bcast_init ...): Open MPI 5 has them while it says
+ * MPI 3.1 (without the large-count _c forms, which need MPI 4). */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define HAVE_PERSISTENT 1
+#else
+#define HAVE_PERSISTENT 0
+#endif
+
 /* Whether every rank of MPI_COMM_WORLD shares one node (MPI_COMM_TYPE_SHARED), the same
  * answer on every rank: where the flat shared-memory algorithms may run. Collective. */
 static inline int world_on_one_node(void)

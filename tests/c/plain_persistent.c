@@ -13,13 +13,10 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Persistent collectives: MPI 4, and Open MPI 5 (which says MPI 3.1); their
- * large-count (_c) forms: MPI 4 only. */
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define HAVE_PERSISTENT 1
-#else
-#define HAVE_PERSISTENT 0
-#endif
+#include "mpi_test_util.h"
+
+/* Persistent collectives: HAVE_PERSISTENT (mpi_test_util.h); their large-count (_c)
+ * forms: MPI 4 only. */
 #define HAVE_LARGE_COUNT (MPI_VERSION >= 4)
 
 #define NOPS 16

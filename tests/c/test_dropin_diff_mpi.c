@@ -38,11 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
-#define HAVE_PERSISTENT 1
-#else
-#define HAVE_PERSISTENT 0
-#endif
+#include "mpi_test_util.h"
 
 #define MAXN 64
 #define SENTINEL (-7777)

@@ -9,11 +9,16 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import colltune
 import pytest
 from colltune.store.store import Store
+
+if TYPE_CHECKING:
+    from colltune.core.mpi import MPIBuild
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Markup in stored values must come back as literal text everywhere.
@@ -88,6 +93,22 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     package_root = str(Path(colltune.__file__).resolve().parents[1])
     path = os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))
     return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+def run_plain(build: MPIBuild, program: str, nranks: int, *args: str, preload: bool = True,
+              timeout: int = 300, export: tuple[str, ...] = (),
+              **env: str) -> subprocess.CompletedProcess:
+    """tests/c/<program> (a plain MPI program) on nranks ranks, under the drop-in unless
+    preload is False, with the caller's COLLTUNE_* variables left out and env added; export
+    names the variables the launcher must hand to every rank."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
+    e.update(build.launch_env(nranks))
+    e.update(env)
+    if preload:
+        e["LD_PRELOAD"] = str(build.tool("libcolltune_pmpi.so"))
+    cmd = build.launch_command(nranks, [str(build.tool(f"tests/c/{program}")), *args],
+                               bind=False, export=export)
+    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session")

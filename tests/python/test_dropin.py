@@ -14,6 +14,7 @@ import sys
 
 import pytest
 from colltune.core.mpi import MPIBuild, MPIError
+from conftest import run_plain
 
 NRANKS = 3  # not a power of two; the split makes communicators of 2 and 1
 WIDE = 5  # the all-at-once runs: communicators of 5, 3 and 2
@@ -57,14 +58,8 @@ def build() -> MPIBuild:
 def launch(build: MPIBuild, *args: str, preload: bool = True, nranks: int = NRANKS,
            timeout: int = 300, program: str = "plain_collectives",
            **env: str) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
-    e.update(build.launch_env(nranks))
-    e.update(env)
-    if preload:
-        e["LD_PRELOAD"] = str(build.tool("libcolltune_pmpi.so"))
-    cmd = build.launch_command(nranks, [str(build.tool(f"tests/c/{program}")), *args],
-                               bind=False, export=EXPORT)
-    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    return run_plain(build, program, nranks, *args, preload=preload, timeout=timeout,
+                     export=EXPORT, **env)
 
 
 # Each rank writes each line at once, but mpiexec may forward a line's end apart from its

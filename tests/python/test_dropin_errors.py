@@ -9,13 +9,13 @@ communicator's error handler: MPI_ERR_ARG returned, the program goes on."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 
 import pytest
 from colltune.core.mpi import MPIBuild, MPIError, describe_library
 from colltune.tune.tune import build_library, machine_id
+from conftest import run_plain
 
 OPS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier")
 MPI_NAMES = {"bcast": "Bcast", "reduce": "Reduce", "allreduce": "Allreduce",
@@ -55,14 +55,8 @@ def build() -> MPIBuild:
 
 def launch(build: MPIBuild, *args: str, nranks: int, preload: bool = True,
            timeout: int = 120, **env: str) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
-    e.update(build.launch_env(nranks))
-    e.update(env)
-    if preload:
-        e["LD_PRELOAD"] = str(build.tool("libcolltune_pmpi.so"))
-    cmd = build.launch_command(nranks, [str(build.tool("tests/c/plain_errors")), *args],
-                               bind=False, export=EXPORT)
-    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    return run_plain(build, "plain_errors", nranks, *args, preload=preload, timeout=timeout,
+                     export=EXPORT, **env)
 
 
 def case_lines(stdout: str) -> list[str]:

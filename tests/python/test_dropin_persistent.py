@@ -11,13 +11,13 @@ without forcing every init is the library's; the monitor counts the library's in
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 
 import pytest
 from colltune.core.mpi import MPIBuild, MPIError
 from colltune.monitor.monitor import run_monitored
+from conftest import run_plain
 
 NRANKS = 3
 OPS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier",
@@ -67,13 +67,7 @@ def build() -> MPIBuild:
 
 
 def launch(build: MPIBuild, **env: str) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
-    e.update(build.launch_env(NRANKS))
-    e.update(env)
-    e["LD_PRELOAD"] = str(build.tool("libcolltune_pmpi.so"))
-    cmd = build.launch_command(NRANKS, [str(build.tool("tests/c/plain_persistent"))],
-                               bind=False, export=EXPORT)
-    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300)
+    return run_plain(build, "plain_persistent", NRANKS, export=EXPORT, **env)
 
 
 INITS = re.compile(r"rank (\d+) inits" + "".join(rf" {op}=(\d+)" for op in OPS))

@@ -10,13 +10,13 @@ calls; a bad name is refused with the valid ones."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 
 import pytest
 from colltune.core.mpi import MPIBuild, MPIError
 from colltune.monitor.monitor import run_monitored
+from conftest import run_plain
 
 NRANKS = 3
 OPS = {"allgatherv": "Allgatherv", "alltoallv": "Alltoallv", "gatherv": "Gatherv",
@@ -56,13 +56,7 @@ def build() -> MPIBuild:
 
 
 def launch(build: MPIBuild, nranks: int = NRANKS, **env: str) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
-    e.update(build.launch_env(nranks))
-    e.update(env)
-    e["LD_PRELOAD"] = str(build.tool("libcolltune_pmpi.so"))
-    cmd = build.launch_command(nranks, [str(build.tool("tests/c/plain_v"))], bind=False,
-                               export=EXPORT)
-    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=300)
+    return run_plain(build, "plain_v", nranks, export=EXPORT, **env)
 
 
 CALLS = re.compile(r"rank (\d+) calls" + "".join(rf" {op}=(\d+)" for op in OPS))

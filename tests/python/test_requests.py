@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from colltune.core.mpi import MPIBuild, MPIError, describe_library
 from colltune.tune.tune import build_library
+from conftest import run_plain
 
 NRANKS = (1, 2, 3, 4, 5, 8)
 # The operations the drop-in intercepts in their non-blocking form.
@@ -63,14 +64,8 @@ def build() -> MPIBuild:
 
 def run(build: MPIBuild, nranks: int, *args: str, preload: bool = True, timeout: int = 240,
         **env: str) -> subprocess.CompletedProcess:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
-    e.update(build.launch_env(nranks))
-    e.update(env)
-    if preload:
-        e["LD_PRELOAD"] = str(build.tool("libcolltune_pmpi.so"))
-    cmd = build.launch_command(nranks, [str(build.tool("tests/c/plain_requests")), *args],
-                               bind=False, export=EXPORT)
-    return subprocess.run(cmd, env=e, capture_output=True, text=True, timeout=timeout)
+    return run_plain(build, "plain_requests", nranks, *args, preload=preload, timeout=timeout,
+                     export=EXPORT, **env)
 
 
 def digests(p: subprocess.CompletedProcess, nranks: int, what) -> dict[int, tuple[int, str]]:
