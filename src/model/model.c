@@ -201,6 +201,7 @@ typedef struct msg_end {
                       node's link); -1 until known */
     long id;       /* send: the message's number in posting order (the same in
                       every pass of a replay) */
+    double late;   /* send: what the link's bucket lacked adds to T (model.h) */
 } msg_end;
 
 typedef struct channel {
@@ -323,6 +324,7 @@ typedef struct xfer_rec {
 /* The busy intervals of one node's link to the other nodes, in start order. */
 typedef struct link_use {
     double *begin, *end;
+    double *level; /* the bucket's level after each interval (link bucket) */
     int n, cap;
 } link_use;
 
@@ -332,6 +334,9 @@ typedef struct replay {
     const int *node_of;
     link_use *links;             /* per node, when inter is used without contention */
     int nnodes;                  /* with a layout; else 0 */
+    double *bucket_start;        /* per node: its link's bucket level as a call starts;
+                                    NULL: no link bucket */
+    double *bucket_next;         /* the same, steady state after this pass */
     int track;                   /* record every transfer (contention) */
     const double *stretch;       /* per message: T' / T of this pass; NULL: 1 */
     long nstretch;
@@ -366,12 +371,12 @@ static double stretch_of(const replay *R, const msg_end *se)
 /* The one-way time of message se in this pass: T, stretched by its contention. */
 static double oneway_of(const replay *R, const ct_cost_table *lc, const msg_end *se)
 {
-    return ct_cost_at(lc, lc->oneway_us, se->bytes) * stretch_of(R, se);
+    return ct_cost_at(lc, lc->oneway_us, se->bytes) * stretch_of(R, se) + se->late;
 }
 
 /* Records where and when the data of se (from -> to) moved, starting at x. */
 static void record_xfer(replay *R, int from, int to, const msg_end *se, double x,
-                        const ct_cost_table *lc)
+                        const ct_cost_table *lc, double occupancy)
 {
     if (!R->track || se->id >= R->nrecs)
         return;
@@ -389,7 +394,8 @@ static void record_xfer(replay *R, int from, int to, const msg_end *se, double x
         if (has_stack(lc)) { /* its sending node's out-stack, the other's in-stack */
             r->from_node = R->node_of[from];
             r->to_node = R->node_of[to];
-            r->hold = ct_link_occupancy(lc, se->bytes) * stretch_of(R, se);
+            r->hold = occupancy >= 0 ? occupancy
+                                     : ct_link_occupancy(lc, se->bytes) * stretch_of(R, se);
         }
     } else {
         r->res[0] = R->node_of ? R->node_of[from] : 0;
@@ -397,18 +403,25 @@ static void record_xfer(replay *R, int from, int to, const msg_end *se, double x
     }
 }
 
+/* G of model.h: the sustained cost of a byte on a link, 0 when unknown. LogGP's per-byte
+ * gap from the largest message, the only one that streams long enough to run past the
+ * link's token bucket: the gaps of mid-sized messages are measured in bursts that the
+ * buffers absorb (on the test bed at 1 Gbit/s, g(64 KiB) = 44 us where the wire needs
+ * 524 us), so a collective that keeps the link busy would be priced far above its rate.
+ * (The slope of the one-way time between the two largest messages is closer to the
+ * wire, 8.4 against 7.5 ns a byte at 1 Gbit/s, since the largest gap ends with its last
+ * bytes still in the socket buffers; priced with it, the validation on the bed got
+ * worse, scatter 1 MiB at 1 Gbit/s from 1.00 to 1.27: the buffers are the sender's to
+ * fill in a collective too.) */
+static double sustained_per_byte(const ct_cost_table *c)
+{
+    int last = c->npoints - 1;
+    return last >= 0 && c->size_bytes[last] > 0 ? c->g_us[last] / c->size_bytes[last] : 0;
+}
+
 double ct_link_occupancy(const ct_cost_table *c, double m)
 {
-    double g = ct_cost_at(c, c->g_us, m);
-    int last = c->npoints - 1;
-    if (last < 0 || !(c->size_bytes[last] > 0))
-        return g;
-    /* LogGP's per-byte gap G from the largest message: the only one that streams for
-     * long enough to run past the socket buffers and the link's token bucket. The
-     * gaps of mid-sized messages are measured in bursts that those buffers absorb
-     * (on the test bed at 1 Gbit/s, g(64 KiB) = 44 us where the wire needs 524 us),
-     * so a collective that keeps the link busy would be priced far above its rate. */
-    double per_byte = c->g_us[last] / c->size_bytes[last];
+    double g = ct_cost_at(c, c->g_us, m), per_byte = sustained_per_byte(c);
     return m * per_byte > g ? m * per_byte : g;
 }
 
@@ -425,7 +438,7 @@ static double xfer_start(replay *R, int from, int to, msg_end *se, double ready,
         return se->xfer;
     if (!R->links || !crosses(R, from, to)) {
         se->xfer = ready;
-        record_xfer(R, from, to, se, ready, lc);
+        record_xfer(R, from, to, se, ready, lc, -1);
         return ready;
     }
     link_use *L = &R->links[R->node_of[from]];
@@ -445,19 +458,47 @@ static double xfer_start(replay *R, int from, int to, msg_end *se, double ready,
         if (b)
             L->begin = b;
         double *e = b ? realloc(L->end, (size_t)cap * sizeof *e) : NULL;
-        if (!e)
+        if (e)
+            L->end = e;
+        double *v = e ? realloc(L->level, (size_t)cap * sizeof *v) : NULL;
+        if (!v)
             return -1;
-        L->end = e;
+        L->level = v;
         L->cap = cap;
+    }
+    /* The link's bucket (model.h): the slot was found for the message at the rate; what
+     * the bucket holds at t shortens its hold on the link, what it lacks delays it. */
+    double level = 0;
+    double bucket = R->bucket_start ? lc->link_bucket_bytes : 0;
+    double per_byte = sustained_per_byte(lc);
+    if (bucket > 0 && per_byte > 0) {
+        double credit = at > 0 ? L->level[at - 1] + (t - L->end[at - 1]) / per_byte
+                               : R->bucket_start[R->node_of[from]];
+        if (credit > bucket)
+            credit = bucket;
+        /* what a full bucket saved this size in the ping-pong, in bytes at the rate */
+        double m = se->bytes, pingpong = ct_cost_at(lc, lc->oneway_us, m) - lc->oneway_us[0];
+        double ahead = (m * per_byte - pingpong) / per_byte;
+        ahead = ahead < 0 ? 0 : ahead > m ? m : ahead > bucket ? bucket : ahead;
+        /* every byte takes a token while there are any: the share of the message that
+         * the bucket covers gets that share of the saving */
+        double want = m < bucket ? m : bucket, tokens = credit < want ? credit : want;
+        double saved = want > 0 ? ahead * tokens / want : 0;
+        double rest = (m - saved) * per_byte, g = ct_cost_at(lc, lc->g_us, m);
+        d = (rest > g ? rest : g) * stretch_of(R, se);
+        se->late = (ahead - saved) * per_byte;
+        level = credit - tokens;
     }
     /* keep the intervals in start order: t lies after every interval before `at` */
     memmove(L->begin + at + 1, L->begin + at, (size_t)(L->n - at) * sizeof *L->begin);
     memmove(L->end + at + 1, L->end + at, (size_t)(L->n - at) * sizeof *L->end);
+    memmove(L->level + at + 1, L->level + at, (size_t)(L->n - at) * sizeof *L->level);
     L->begin[at] = t;
     L->end[at] = t + d;
+    L->level[at] = level;
     L->n++;
     se->xfer = t;
-    record_xfer(R, from, to, se, t, lc);
+    record_xfer(R, from, to, se, t, lc, d);
     return t;
 }
 
@@ -654,6 +695,23 @@ int ct_model_run(const ct_cost_table *costs, int n, ct_sched *const *scheds, siz
     return ct_model_run_layers(costs, NULL, NULL, n, scheds, elem_size, res);
 }
 
+/* The bucket level a link starts a call with when the call of length `period` runs in a
+ * loop: its level after its last message, refilled over the idle time to its first
+ * message of the next call (model.h, link bucket). */
+static double steady_level(const replay *R, const link_use *L, double period)
+{
+    double bucket = R->inter->link_bucket_bytes, per_byte = sustained_per_byte(R->inter);
+    if (L->n == 0 || per_byte <= 0)
+        return bucket;
+    int last = 0;
+    for (int i = 1; i < L->n; i++)
+        if (L->end[i] > L->end[last])
+            last = i;
+    double idle = period - L->end[last] + L->begin[0];
+    double level = L->level[last] + (idle > 0 ? idle : 0) / per_byte;
+    return level < bucket ? level : bucket;
+}
+
 /* One replay of the schedules (R's tables, layout and stretch set): per-rank
  * finishes into res. 0 or -1 with res->error. */
 static int replay_pass(replay *R, ct_model_result *res)
@@ -746,8 +804,11 @@ out:
     map_free(&R->map);
     memset(&R->map, 0, sizeof R->map);
     for (int k = 0; R->links && k < R->nnodes; k++) {
+        if (R->bucket_next && rc == 0)
+            R->bucket_next[k] = steady_level(R, &R->links[k], res->total_us);
         free(R->links[k].begin);
         free(R->links[k].end);
+        free(R->links[k].level);
     }
     free(R->links);
     R->links = NULL;
@@ -907,11 +968,40 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
             if (node_of[r] + 1 > R.nnodes)
                 R.nnodes = node_of[r] + 1;
     R.track = has_contention(costs) || has_contention(R.inter) || has_stack(R.inter);
+    double *levels = NULL;
+    if (R.inter && !has_contention(R.inter) && R.inter->link_bucket_bytes > 0 && R.nnodes > 0) {
+        levels = malloc(2 * (size_t)R.nnodes * sizeof *levels);
+        if (!levels) {
+            snprintf(res->error, sizeof res->error, "out of memory");
+            return -1;
+        }
+        R.bucket_start = levels;
+        R.bucket_next = levels + R.nnodes;
+        for (int k = 0; k < R.nnodes; k++)
+            R.bucket_start[k] = R.bucket_next[k] = R.inter->link_bucket_bytes;
+    }
     int rc = replay_pass(&R, res);
     res->passes = 1;
+    /* the links' steady state in a loop of calls (model.h, link bucket) */
+    for (int pass = 1; !rc && levels && pass < CT_MODEL_BUCKET_PASSES; pass++) {
+        double moved = 0;
+        for (int k = 0; k < R.nnodes; k++) {
+            double d = R.bucket_next[k] - R.bucket_start[k];
+            d = d < 0 ? -d : d;
+            moved = d > moved ? d : moved;
+            R.bucket_start[k] = R.bucket_next[k];
+        }
+        if (moved < 1) /* bytes */
+            break;
+        rc = replay_pass(&R, res);
+        res->passes++;
+    }
+    R.bucket_next = NULL; /* the contention passes keep the levels found */
+    int bucket_passes = res->passes;
     res->converged = 1;
     if (rc || !R.track) {
         free(R.recs);
+        free(levels);
         return rc;
     }
     /* Contention: replay again with the factors of the last pass's overlaps until they
@@ -970,7 +1060,7 @@ int ct_model_run_layers(const ct_cost_table *costs, const ct_cost_table *inter,
         last_change = change;
         if ((rc = replay_pass(&R, res)))
             goto done;
-        res->passes = pass + 1;
+        res->passes = bucket_passes + pass;
     }
 done:
     free(conc);
@@ -981,6 +1071,7 @@ done:
     free(used_duplex);
     free(stretch);
     free(R.recs);
+    free(levels);
     return rc;
 }
 

@@ -68,6 +68,21 @@
  * (I(1) = P; linear in i between the measured counts and beyond the last two): its
  * one-way time, its gap and its link occupancy. With contention data too, the two
  * factors multiply. The same repeated replays settle i and d as they settle c.
+ *
+ * Link bucket (optional: link_bucket_bytes = 0 gives the model without it, exactly). A
+ * rate limiter such as tc tbf (the test bed) lets a link that has been idle send up to
+ * B bytes ahead of its rate, and T(m), measured by ping-pong, has a full bucket: at
+ * 1 Gbit/s T(256 KiB) is 1.2 ms where the wire needs 2.1 ms. A collective that keeps a
+ * link busy sees the rate instead. With B, each node's link keeps a bucket level: a
+ * message of m bytes starting at x finds c = min(B, level after the link's previous
+ * message + idle time / G) tokens (G: the sustained cost of a byte, ct_link_occupancy).
+ * The ping-pong says a full bucket saved it a = min(m, B, (m G - (T(m) - T(smallest)))
+ * / G) bytes; it takes u = min(c, m, B) tokens and saves s = a u / min(m, B) of them: it
+ * holds the link for max(g(m), (m - s) G) and arrives (a - s) G later than T(m) says.
+ * The level a link starts with is its steady state in a loop of calls: the replay runs
+ * again with each link starting from where the previous pass left it plus the idle
+ * time around the end of the call (the call's length less the link's busy span), until
+ * no level moves by a byte (at most CT_MODEL_BUCKET_PASSES; the first starts full).
  */
 #ifndef CT_MODEL_H
 #define CT_MODEL_H
@@ -109,11 +124,14 @@ typedef struct ct_cost_table {
     int nfanin;                     /* fan-in counts measured (0: none) */
     const double *fanin_flows;      /* ascending counts >= 2 of hosts sending to one */
     const double *stream_fanin_us;  /* nfanin x nstream_sizes */
+    /* Link bucket (see "Link bucket" above; an inter-node table without contention data
+     * only); 0: none. Appended last. */
+    double link_bucket_bytes;
 } ct_cost_table;
 
 /* The replays stop once no factor moves by more than the tolerance, or after
  * CT_MODEL_MAX_PASSES (converged 0: the last pass's result). */
-enum { CT_MODEL_MAX_PASSES = 64 };
+enum { CT_MODEL_MAX_PASSES = 64, CT_MODEL_BUCKET_PASSES = 8 };
 #define CT_MODEL_FACTOR_TOLERANCE 1e-6
 
 typedef struct ct_model_result {

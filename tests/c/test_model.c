@@ -384,6 +384,56 @@ static void link_holds_the_sustained_rate(void)
         ct_sched_free(&s[i]);
 }
 
+/* A link with a token bucket (model.h, link bucket): G = 0.01 us a byte, B = 10000 B,
+ * and ping-pong times with a full bucket, T(m) = 10 + max(0, m - B) G. Rank 0 (node 0)
+ * sends two 20000-byte messages to rank 1 (node 1) in one round, in a loop of calls.
+ * Without the bucket both cost T = 110 us, the second 200 us (its hold at the rate)
+ * later: 310 us. With it, the first pass starts with a full bucket (310 again: the
+ * first message takes all 10000 tokens and holds the link 100 us, the second finds
+ * none and lands 100 us after T says); around the call the link idles 310 - 300 =
+ * 10 us, so a call in the loop starts with 1000 tokens: the first message holds the
+ * link 190 us and lands at 110 + 90, the second starts at 190 and lands at
+ * 190 + 110 + 100 = 400, the link idles 10 us again: settled at 400. */
+static const double bucket_sizes[4] = {1, 10000, 20000, 1000000};
+static const double bucket_t[4] = {10, 10, 110, 9910};
+static const double bucket_g[4] = {2, 2, 2, 10000};
+
+static void link_bucket_steady_state(void)
+{
+    static const double zero[4] = {0, 0, 0, 0};
+    static const int imm[4] = {CT_MODE_IMMEDIATE, CT_MODE_IMMEDIATE, CT_MODE_IMMEDIATE,
+                                CT_MODE_IMMEDIATE};
+    ct_cost_table c = {.npoints = 4, .size_bytes = bucket_sizes, .os_us = zero, .or_us = zero,
+                       .g_us = bucket_g, .oneway_us = bucket_t, .mode = imm};
+    ct_sched s[2], *ps[2] = {&s[0], &s[1]};
+    for (int i = 0; i < 2; i++) {
+        ct_sched_init(&s[i]);
+        ct_sched_round(&s[i]);
+    }
+    for (int k = 0; k < 2; k++) {
+        ct_sched_send(&s[0], 1, CT_BUF_SRC, 0, 20000);
+        ct_sched_recv(&s[1], 0, CT_BUF_DST, 0, 20000);
+    }
+    const int apart[2] = {0, 1};
+    ct_model_result res = {0};
+    if (ct_model_run_layers(&c, &c, apart, 2, ps, 1, &res))
+        printf("FAIL bucket off: %s\n", res.error), failures++;
+    CHECK_NEAR(res.total_us, 310, "two messages, no bucket%s", "");
+    c.link_bucket_bytes = 10000;
+    if (ct_model_run_layers(&c, &c, apart, 2, ps, 1, &res))
+        printf("FAIL bucket: %s\n", res.error), failures++;
+    CHECK_NEAR(res.total_us, 400, "two messages, the bucket's steady state%s", "");
+    if (res.passes != 2)
+        printf("FAIL bucket: %d passes, expected 2\n", res.passes), failures++;
+    /* Inside a node there is no link and no bucket. */
+    const int together[2] = {0, 0};
+    if (ct_model_run_layers(&c, &c, together, 2, ps, 1, &res))
+        printf("FAIL bucket, one node: %s\n", res.error), failures++;
+    CHECK_NEAR(res.total_us, 112, "one node: T, then the sender's gap and T%s", "");
+    for (int i = 0; i < 2; i++)
+        ct_sched_free(&s[i]);
+}
+
 /* ---------------------------------------------------------------- contention
  * A synthetic table: T = 100 us at every size alone, and per pair 1.5, 2.5 and
  * 4.5 times that with 2, 4 and 8 pairs at once. F(c) is then 1 at c = 1, 2 at
@@ -760,6 +810,7 @@ int main(void)
     two_layers();
     links_are_shared();
     link_holds_the_sustained_rate();
+    link_bucket_steady_state();
     closed_forms();
     rendezvous_waits_for_the_receive();
     pending_sends_cost_more();

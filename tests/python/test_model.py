@@ -10,7 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from colltune.model.validate import algorithms_of, discordant_pairs, holds, segment_sizes, summarize
+from colltune.model.validate import (
+    algorithms_of,
+    apply_confirmation,
+    confirmation_order,
+    discordant_pairs,
+    holds,
+    points_to_confirm,
+    segment_sizes,
+    summarize,
+)
 
 SYNTHETIC = Path(__file__).parent / "fixtures" / "p2p_synthetic.json"
 G, T = 2.0, 10.0
@@ -106,6 +115,114 @@ def test_discordant_pairs_only_beyond_ten_percent():
             {"algorithm": "y", "segsize": 1024, "measured_us": 20.0, "predicted_us": 4.0}]
     out = summarize(rows, ["x", "y"])
     assert out["discordant"] == [["x", "y"]] and out["worst_ratio"] == 1.0
+
+
+def test_confirmation_takes_the_ratio_from_the_two_points_head_to_head():
+    # chain: a flat curve with one lucky point in the sweep (8.0 at 64K) and the model's
+    # pick at 8K (10.5): 1.31 from the sweep; measured again head to head, in a job that
+    # runs colder than the sweep (both about 12), the pick is 12.2 and the lucky point 12.0
+    k = 1024
+    rows = [{"algorithm": "chain", "segsize": s * k, "measured_us": m, "predicted_us": p}
+            for s, m, p in ((8, 10.5, 7.0), (16, 11.0, 7.1), (64, 8.0, 7.5), (256, 14.0, 9.0))]
+    rows.append({"algorithm": "linear", "segsize": 256 * k, "measured_us": 30.0,
+                 "predicted_us": 28.0})
+    sweep = summarize(rows, ["chain", "linear"])
+    assert sweep["algorithms"]["chain"]["ratio"] == pytest.approx(10.5 / 8.0, abs=1e-4)
+    assert not holds(sweep)
+    todo = points_to_confirm(sweep)
+    assert todo == {"chain": [8 * k, 64 * k]}  # linear: one point, nothing to compare
+    # one warm-up of the first point, then mirrored
+    assert confirmation_order(todo["chain"], 2) == [8 * k, 8 * k, 64 * k, 64 * k, 8 * k]
+    assert confirmation_order([1, 2], 3) == [1, 1, 2, 2, 1, 1, 2]
+    # ct_bench's rows of the confirmation job, one per measurement: the warm-up (first,
+    # slow), then the repeats; another algorithm's and a failed row are ignored
+    results = [{"algorithm": "chain", "segsize": 8 * k, "median_us": 25.0},
+               {"algorithm": "chain", "segsize": 8 * k, "median_us": 12.1},
+               {"algorithm": "chain", "segsize": 64 * k, "median_us": 12.0},
+               {"algorithm": "chain", "segsize": 64 * k, "median_us": 11.9},
+               {"algorithm": "chain", "segsize": 8 * k, "median_us": 12.2},
+               {"algorithm": "chain", "segsize": 8 * k, "median_us": 12.4},
+               {"algorithm": "chain", "segsize": 64 * k, "median_us": 12.3},
+               {"algorithm": "chain", "segsize": 16 * k, "median_us": None},
+               {"algorithm": "linear", "segsize": 256 * k, "median_us": 1.0}]
+    assert apply_confirmation(rows, "chain", results, 256 * k) == 2
+    got = {r["segsize"]: r for r in rows if r["algorithm"] == "chain"}
+    assert got[8 * k]["confirm_us"] == [12.1, 12.2, 12.4]  # the warm-up is not kept
+    assert got[64 * k]["confirm_us"] == [12.0, 11.9, 12.3]
+    assert got[8 * k]["measured_us"] == 10.5  # the sweep's values stay
+    assert "confirm_us" not in got[16 * k] and "confirm_us" not in rows[-1]
+    after = summarize(rows, ["chain", "linear"])
+    chain = after["algorithms"]["chain"]
+    assert chain["measured_best_segsize"] == 64 * k and chain["measured_best_us"] == 8.0
+    assert chain["confirmed_us"] == [12.2, 12.0]
+    assert chain["ratio"] == pytest.approx(12.2 / 12.0, abs=1e-4)
+    assert chain["sweep_ratio"] == pytest.approx(10.5 / 8.0, abs=1e-4)
+    assert holds(after)
+    # the pick faster than the sweep's best once measured again: ratio 1
+    got[8 * k]["confirm_us"] = [11.0, 11.0, 11.0]
+    assert summarize(rows, ["chain", "linear"])["algorithms"]["chain"]["ratio"] == 1.0
+    # and the other way: a sweep that flattered the model's pick fails once measured again
+    rows2 = [{"algorithm": "a", "segsize": 1, "measured_us": 10.0, "predicted_us": 1.0},
+             {"algorithm": "a", "segsize": 2, "measured_us": 10.5, "predicted_us": 2.0}]
+    assert points_to_confirm(summarize(rows2, ["a"])) == {}  # the model picks the best
+    rows2[1]["predicted_us"] = 0.5
+    todo = points_to_confirm(summarize(rows2, ["a"]))
+    assert todo == {"a": [2, 1]}
+    apply_confirmation(rows2, "a", [{"algorithm": "a", "segsize": 2, "median_us": 99.0},
+                                    {"algorithm": "a", "segsize": 2, "median_us": 12.0},
+                                    {"algorithm": "a", "segsize": 1, "median_us": 10.0}], 2)
+    out = summarize(rows2, ["a"])
+    assert out["algorithms"]["a"]["ratio"] == pytest.approx(1.2) and not holds(out)
+
+
+def test_confirm_case_measures_each_compared_pair_in_one_job():
+    from types import SimpleNamespace
+
+    from colltune.model.validate import confirm_case
+
+    k = 1024
+    rows = [{"algorithm": a, "segsize": s * k, "measured_us": m, "predicted_us": p}
+            for a, s, m, p in (("chain", 8, 12.0, 5.0), ("chain", 16, 9.0, 6.0),
+                               ("binary", 8, 20.0, 7.0), ("binary", 16, 21.0, 8.0))]
+    case = {"op": "bcast", "size_bytes": 16 * k, "rows": rows,
+            "summary": summarize(rows, ["chain", "binary"])}
+    assert not holds(case["summary"])
+    again = {8 * k: iter([30.0, 9.5, 9.7, 9.6]), 16 * k: iter([9.4, 9.6, 9.5])}
+    jobs = []
+
+    def fake_bench(build, op, args, algs, progress_label=""):
+        jobs.append((op, algs, list(args.segsizes), args.iters))
+        return {"results": [{"algorithm": algs, "segsize": seg, "median_us": next(again[seg])}
+                            for seg in args.segsizes]}
+
+    confirm_case(None, case, SimpleNamespace(segsizes=[8 * k, 16 * k], iters=21), fake_bench)
+    # binary: the model picks its measured best (8K), nothing to compare
+    assert jobs == [("bcast", "chain", [8 * k, 8 * k, 16 * k, 16 * k, 8 * k, 8 * k, 16 * k], 21)]
+    assert case["confirmed"] == {"chain": [8 * k, 16 * k]}
+    chain = case["summary"]["algorithms"]["chain"]
+    assert chain["sweep_ratio"] == pytest.approx(12 / 9, abs=1e-4)
+    assert chain["confirmed_us"] == [9.6, 9.5]
+    assert chain["ratio"] == pytest.approx(9.6 / 9.5, abs=1e-4)
+    assert holds(case["summary"])
+
+
+def test_link_bucket_is_read_off_the_ping_pong():
+    from colltune.model.model import link_bucket
+
+    def pts(rows):
+        return [{"size_bytes": m, "oneway_us": t, "g_us": g} for m, t, g in rows]
+
+    # G = 0.01 us a byte (the largest message's gap); 20000 B took 110 us where
+    # 10 + 200 us at the rate: the bucket carried 10000 B
+    bed = pts([(1, 10, 2), (10000, 10, 2), (20000, 110, 2), (1000000, 9910, 10000)])
+    assert link_bucket(bed) == pytest.approx(10000)
+    # a real link: every size pays the rate (T(1) is the base, so its own byte is left)
+    wire = pts([(1, 10, 2), (10000, 110, 2), (20000, 210, 2), (1000000, 10010, 10000)])
+    assert link_bucket(wire) == pytest.approx(1)
+    # times that do not grow with the rate (a synthetic table): nothing to read
+    flat = pts([(1, 100, 2), (1024, 100, 2), (1 << 20, 100, 2), (16 << 20, 100, 134217.728)])
+    assert link_bucket(flat) == 0
+    assert link_bucket(bed[:2]) == 0
 
 
 def test_allreduce_validates_its_own_algorithms():

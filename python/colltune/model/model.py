@@ -37,7 +37,37 @@ class _CostTable(ctypes.Structure):
                 # host stacks (optional, inter-host layer; nstream 0: none)
                 ("nstream_sizes", ctypes.c_int), ("stream_bytes", _D), ("stream_pair_us", _D),
                 ("stream_duplex_us", _D), ("nfanin", ctypes.c_int), ("fanin_flows", _D),
-                ("stream_fanin_us", _D)]
+                ("stream_fanin_us", _D),
+                # link bucket (optional, inter-host layer; 0: none)
+                ("link_bucket_bytes", ctypes.c_double)]
+
+
+def sustained_per_byte(points: list[dict]) -> float:
+    """G, the sustained cost of a byte on a link, as the C model takes it
+    (ct_link_occupancy): the largest message's gap a byte."""
+    last = points[-1]
+    return last["g_us"] / last["size_bytes"] if last["size_bytes"] > 0 else 0.0
+
+
+def link_bucket(points: list[dict]) -> float:
+    """The bytes a rate-limited link sends ahead of its rate after an idle spell (a token
+    bucket, model.h "Link bucket"), read off a layer's points: a one-way time T(m) below
+    T(smallest) + m G, where G is the sustained cost of a byte (sustained_per_byte),
+    was carried by the bucket by (that difference) / G bytes; the bucket is
+    the most any size shows. 0 unless the largest message itself pays the rate (T within
+    90% of m G): a layer whose times do not grow with the rate has no bucket to read."""
+    if len(points) < 3:
+        return 0.0
+    per_byte = sustained_per_byte(points)
+    if per_byte <= 0:
+        return 0.0
+    last = points[-1]
+    base = points[0]["oneway_us"]
+    if last["oneway_us"] - base < 0.9 * last["size_bytes"] * per_byte:
+        return 0.0
+    ahead = max((p["size_bytes"] * per_byte - (p["oneway_us"] - base)) / per_byte
+                for p in points[:-1])
+    return max(ahead, 0.0)
 
 
 class ModelError(ValueError):
@@ -174,6 +204,8 @@ class Model:
                 t.nfanin = len(stream["fanin_flows"])
                 t.fanin_flows = arr(stream["fanin_flows"])
                 t.stream_fanin_us = arr([g for row in stream["fanin_us"] for g in row])
+        if layer.get("between_hosts"):
+            t.link_bucket_bytes = link_bucket(points)
         return t
 
     @classmethod
