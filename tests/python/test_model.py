@@ -206,6 +206,59 @@ def test_confirm_case_measures_each_compared_pair_in_one_job():
     assert holds(case["summary"])
 
 
+def test_an_interrupted_confirmation_keeps_the_sweep(tmp_path, monkeypatch):
+    """Ctrl-C while a case's points are measured again: the case is in the document with
+    its sweep's verdict, the run ends 'interrupted' (exit 130)."""
+    import argparse
+
+    import colltune.bench.bench as bench_mod
+    import colltune.model.validate as validate
+
+    k = 1024
+
+    class FakeBuild:
+        placement = None
+
+        def registry(self):
+            return [{"coll": "bcast", "name": "chain", "native": False}]
+
+    class FakeModel:
+        layer = {"layer": 0}
+        inter_layer = None
+
+        def predict(self, op, alg, size, n, segsize=0, nodes=None):
+            return {"predicted_us": {8 * k: 5.0, 16 * k: 6.0}[segsize or size]}
+
+    calls = []
+
+    def fake_bench(build, op, args, algs, progress_label="", sink=None):
+        calls.append(list(args.segsizes))
+        if len(calls) == 2:  # the confirmation
+            raise bench_mod.BenchInterrupted({"results": []})
+        return {"mpi": {"implementation": "fake"}, "binding": "none", "command": "x",
+                "results": [{"algorithm": "chain", "segsize": 8 * k, "median_us": 12.0},
+                            {"algorithm": "chain", "segsize": 16 * k, "median_us": 9.0}]}
+
+    monkeypatch.setattr(validate.MPIBuild, "select", staticmethod(lambda mpi: FakeBuild()))
+    monkeypatch.setattr(validate, "_ensure_p2p", lambda build, path: {"mpi": "fake"})
+    monkeypatch.setattr(validate.Model, "from_p2p",
+                        classmethod(lambda cls, *a, **kw: FakeModel()))
+    monkeypatch.setattr(bench_mod, "run_bench", fake_bench)
+    out = tmp_path / "v.json"
+    args = argparse.Namespace(
+        repredict=None, ranks="3", sizes=None, size=16 * k, ops="bcast", algs="chain",
+        p2p="p2p.json", layer=None, plots=str(tmp_path / "plots"), output=str(out),
+        smallest_segment=8 * k, iters=3, no_bind=True, no_record=True, no_confirm=False,
+        mpi=None, testbed=None, hostfile=None, ppn=None)
+    assert validate.cmd_validate(args) == 130
+    assert calls == [[8 * k, 16 * k], [8 * k, 8 * k, 16 * k, 16 * k, 8 * k, 8 * k, 16 * k]]
+    doc = json.loads(out.read_text())
+    assert not doc["complete"] and len(doc["cases"]) == 1
+    case = doc["cases"][0]
+    assert case["summary"]["algorithms"]["chain"]["ratio"] == pytest.approx(12 / 9, abs=1e-4)
+    assert case["holds"] is False and "confirmed" not in case
+
+
 def test_link_bucket_is_read_off_the_ping_pong():
     from colltune.model.model import link_bucket
 

@@ -411,11 +411,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
                             "hosts": (max(layouts[n]) + 1) if layouts[n] else 1,
                             "binding": bench.get("binding"), "command": bench.get("command")}
                     case["summary"] = summarize(rows, algs)
+                    case["holds"] = holds(case["summary"])
+                    doc["cases"].append(case)  # an interrupted confirmation keeps the sweep
                     if not args.no_confirm:
                         confirm_case(build, case, bargs, run_bench)
-                    case["holds"] = holds(case["summary"])
+                        case["holds"] = holds(case["summary"])
                     case["plots"] = plot_case(case, outdir)
-                    doc["cases"].append(case)
                     print(case_text(case), flush=True)
                     write_atomic(args.output, json.dumps(doc, indent=1))
         doc["complete"] = True
