@@ -752,10 +752,15 @@ static int replay_pass(replay *R, ct_model_result *res)
         for (int r = 0; r < n; r++) {
             rank_state *s = &R->st[r];
             while (s->round < scheds[r]->nrounds) {
-                if (!s->posted && post_round(R, r)) {
-                    rc = -1;
-                    snprintf(res->error, sizeof res->error, "out of memory");
-                    goto out;
+                if (!s->posted) {
+                    if (post_round(R, r)) {
+                        rc = -1;
+                        snprintf(res->error, sizeof res->error, "out of memory");
+                        goto out;
+                    }
+                    /* its sends and receives are visible now: a peer's round that waited
+                     * for them (a rendezvous send for its receive) may finish */
+                    progress = 1;
                 }
                 int was_local = s->in_local, was_at = s->local;
                 int f = finish_round(R, r, arr);

@@ -384,6 +384,33 @@ static void link_holds_the_sustained_rate(void)
         ct_sched_free(&s[i]);
 }
 
+/* Rendezvous sends of one round whose receives come in later rounds of the peer (a
+ * segmented linear reduce under Open MPI's costs, rendezvous from 64 KiB): rank 1 sends
+ * two messages in its round 0, rank 0 receives one in round 0 and one in round 1. The
+ * second send waits for its receive, posted once rank 0's round 0 is done: T = 10 us each,
+ * 20 in all. The replay took the first pass over the ranks for a deadlock (posting a round
+ * did not count as progress) and refused the schedule. */
+static void rendezvous_receive_in_a_later_round(void)
+{
+    ct_cost_table c = constant_table(0, 0, 0, 10, CT_MODE_RENDEZVOUS);
+    ct_sched s[2], *ps[2] = {&s[0], &s[1]};
+    for (int i = 0; i < 2; i++)
+        ct_sched_init(&s[i]);
+    ct_sched_round(&s[0]);
+    ct_sched_recv(&s[0], 1, CT_BUF_DST, 0, 64);
+    ct_sched_round(&s[0]);
+    ct_sched_recv(&s[0], 1, CT_BUF_DST, 64, 64);
+    ct_sched_round(&s[1]);
+    ct_sched_send(&s[1], 0, CT_BUF_SRC, 0, 64);
+    ct_sched_send(&s[1], 0, CT_BUF_SRC, 64, 64);
+    ct_model_result res = {0};
+    if (ct_model_run(&c, 2, ps, 1, &res))
+        printf("FAIL rendezvous in a later round: %s\n", res.error), failures++;
+    CHECK_NEAR(res.total_us, 20, "rendezvous, the receive a round later%s", "");
+    for (int i = 0; i < 2; i++)
+        ct_sched_free(&s[i]);
+}
+
 /* A link with a token bucket (model.h, link bucket): G = 0.01 us a byte, B = 10000 B,
  * and ping-pong times with a full bucket, T(m) = 10 + max(0, m - B) G. Rank 0 (node 0)
  * sends two 20000-byte messages to rank 1 (node 1) in one round, in a loop of calls.
@@ -811,6 +838,7 @@ int main(void)
     links_are_shared();
     link_holds_the_sustained_rate();
     link_bucket_steady_state();
+    rendezvous_receive_in_a_later_round();
     closed_forms();
     rendezvous_waits_for_the_receive();
     pending_sends_cost_more();
