@@ -202,6 +202,8 @@ typedef struct msg_end {
     long id;       /* send: the message's number in posting order (the same in
                       every pass of a replay) */
     double late;   /* send: what the link's bucket lacked adds to T (model.h) */
+    double shared; /* send: what sharing the link with its round's other sends adds
+                      to T (model.h, sends of one round) */
 } msg_end;
 
 typedef struct channel {
@@ -338,6 +340,9 @@ typedef struct replay {
                                     NULL: no link bucket */
     double *bucket_next;         /* the same, steady state after this pass */
     int track;                   /* record every transfer (contention) */
+    int impatient;               /* no progress otherwise: a rendezvous receive takes
+                                    its link slot without waiting for the sender's
+                                    round to share it (share_round_sends) */
     const double *stretch;       /* per message: T' / T of this pass; NULL: 1 */
     long nstretch;
     xfer_rec *recs;              /* per message, when tracking */
@@ -371,7 +376,8 @@ static double stretch_of(const replay *R, const msg_end *se)
 /* The one-way time of message se in this pass: T, stretched by its contention. */
 static double oneway_of(const replay *R, const ct_cost_table *lc, const msg_end *se)
 {
-    return ct_cost_at(lc, lc->oneway_us, se->bytes) * stretch_of(R, se) + se->late;
+    return ct_cost_at(lc, lc->oneway_us, se->bytes) * stretch_of(R, se) + se->late +
+           se->shared;
 }
 
 /* Records where and when the data of se (from -> to) moved, starting at x. */
@@ -403,18 +409,20 @@ static void record_xfer(replay *R, int from, int to, const msg_end *se, double x
     }
 }
 
-/* G of model.h: the sustained cost of a byte on a link, 0 when unknown. LogGP's per-byte
- * gap from the largest message, the only one that streams long enough to run past the
- * link's token bucket: the gaps of mid-sized messages are measured in bursts that the
- * buffers absorb (on the test bed at 1 Gbit/s, g(64 KiB) = 44 us where the wire needs
- * 524 us), so a collective that keeps the link busy would be priced far above its rate.
- * (The slope of the one-way time between the two largest messages is closer to the
- * wire, 8.4 against 7.5 ns a byte at 1 Gbit/s, since the largest gap ends with its last
- * bytes still in the socket buffers; priced with it, the validation on the bed got
- * worse, scatter 1 MiB at 1 Gbit/s from 1.00 to 1.27: the buffers are the sender's to
- * fill in a collective too.) */
+/* G of model.h: the sustained cost of a byte on a link, 0 when unknown. A pair's
+ * back-to-back stream (the host stack measurement) shows what the wire takes, headers
+ * included: 83.6 ns a byte at 100 Mbit/s on the test bed. Without one, LogGP's per-byte
+ * gap of the largest message, the only one that streams past the token bucket; it ends
+ * with its last bytes still in the socket buffers, so it reads 10-15% fast (70 ns a byte
+ * there). Priced with that, every collective that keeps a link busy came out 13% short at
+ * 100 Mbit/s; the rate alone (without the sharing of one round's sends, model.h) turned
+ * tree scatters that send their subtrees at once to the wrong segment (BENCHMARKS 23). */
 static double sustained_per_byte(const ct_cost_table *c)
 {
+    if (has_stack(c)) {
+        int ls = c->nstream_sizes - 1;
+        return c->stream_pair_us[ls] / c->stream_bytes[ls];
+    }
     int last = c->npoints - 1;
     return last >= 0 && c->size_bytes[last] > 0 ? c->g_us[last] / c->size_bytes[last] : 0;
 }
@@ -507,6 +515,112 @@ static long long pair_key(const replay *R, int from, int to)
     return (long long)from * R->n + to;
 }
 
+typedef struct round_send {
+    msg_end *se;
+    int to;
+    double flow;  /* the bytes of its flow: this round's sends to its receiver */
+    long first;   /* the flow's first message */
+    double ready; /* when its data could move */
+} round_send;
+
+/* smallest flow first; equal flows, and each flow's messages, in posting order */
+static int by_flow(const void *a, const void *b)
+{
+    const round_send *x = a, *y = b;
+    if (x->flow != y->flow)
+        return (x->flow > y->flow) - (x->flow < y->flow);
+    if (x->first != y->first)
+        return (x->first > y->first) - (x->first < y->first);
+    return (x->se->id > y->se->id) - (x->se->id < y->se->id);
+}
+
+/* The sends of one round that leave the node for several receivers share its link
+ * (model.h, sends of one round). Each receiver's messages are one flow (a connection,
+ * in order), and TCP gives each open flow its share of the rate: with F_0 <= F_1 <= ...
+ * the flows' bytes, all F_0 bytes of every flow are out after n F_0, the next F_1 - F_0
+ * of the n - 1 others after (n - 1)(F_1 - F_0) more, and so on. The replay keeps the
+ * link's busy time as it is (the messages take it smallest flow first, back to back)
+ * and makes each message arrive as late as sharing has it: `shared` is the difference.
+ * A rendezvous send moves once its receiver is there: the round shares once all are.
+ * 0 done (or nothing to share), 1 a receiver is not there yet, -1 out of memory. */
+static int share_round_sends(replay *R, int rank)
+{
+    rank_state *s = &R->st[rank];
+    const ct_sched *sc = R->scheds[rank];
+    int first = sc->round_start[s->round], len = ct_sched_round_len(sc, s->round), n = 0;
+    double per_byte = R->links ? sustained_per_byte(R->inter) : 0;
+    if (!(per_byte > 0))
+        return 0;
+    round_send *v = malloc((size_t)(len > 0 ? len : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (int i = 0; i < len; i++) {
+        const ct_op *op = &sc->ops[first + i];
+        const posted_op *po = &s->ops[i];
+        if (!po->ch || op->kind != CT_OP_SEND || !crosses(R, rank, op->peer))
+            continue;
+        msg_end *se = &po->ch->sends[po->index];
+        /* a message that holds the link for its gap, not at the rate, shares nothing */
+        if (se->xfer >= 0 || se->bytes * per_byte <= ct_cost_at(R->inter, R->inter->g_us,
+                                                                 se->bytes))
+            continue;
+        double ready = se->t;
+        if (mode_at(R->inter, se->bytes) == CT_MODE_RENDEZVOUS) {
+            if (po->index >= po->ch->nrecvs) { /* a receiver not there yet: later */
+                free(v);
+                return 1;
+            }
+            if (po->ch->recvs[po->index].t > ready)
+                ready = po->ch->recvs[po->index].t;
+        }
+        v[n++] = (round_send){se, op->peer, 0, se->id, ready};
+    }
+    int flows = 0;
+    for (int k = 0; k < n; k++) {
+        int seen = 0;
+        for (int j = 0; j < k && !seen; j++)
+            seen = v[j].to == v[k].to;
+        flows += !seen;
+        for (int j = 0; j < n; j++)
+            if (v[j].to == v[k].to) {
+                v[k].flow += v[j].se->bytes;
+                if (v[j].se->id < v[k].first)
+                    v[k].first = v[j].se->id;
+            }
+    }
+    int rc = 0;
+    if (flows > 1) {
+        qsort(v, (size_t)n, sizeof *v, by_flow);
+        double before = 0, offset = 0; /* the bytes of the flows before this one; in it */
+        for (int k = 0; k < n; k++) {
+            if (k && v[k].first != v[k - 1].first) {
+                before += v[k - 1].flow;
+                offset = 0;
+            }
+            msg_end *se = v[k].se;
+            if (xfer_start(R, rank, v[k].to, se, v[k].ready, R->inter) < 0) {
+                rc = -1;
+                break;
+            }
+            offset += se->bytes;
+            /* the bytes the link has sent when sharing has this message's end out */
+            double sent = 0, prev = 0;
+            int open = flows;
+            for (int j = 0; j < n && prev < offset; j++) {
+                if (j && v[j].first == v[j - 1].first)
+                    continue; /* one entry a flow */
+                double upto = v[j].flow < offset ? v[j].flow : offset;
+                sent += open * (upto - prev);
+                prev = upto;
+                open--;
+            }
+            se->shared = (sent - (before + offset)) * per_byte * stretch_of(R, se);
+        }
+    }
+    free(v);
+    return rc;
+}
+
 static int post_round(replay *R, int rank)
 {
     rank_state *s = &R->st[rank];
@@ -575,7 +689,7 @@ static int post_round(replay *R, int rank)
         R->res->messages += send;
     }
     s->posted = 1;
-    return 0;
+    return share_round_sends(R, rank) < 0 ? -1 : 0;
 }
 
 typedef struct arrival {
@@ -600,6 +714,11 @@ static int finish_round(replay *R, int rank, arrival *arr)
     double end = s->clock;
     if (s->in_local)
         goto locals; /* the messages are done: resume at the WAIT that stopped */
+    int shared = share_round_sends(R, rank);
+    if (shared < 0)
+        return -1;
+    if (shared && !R->impatient)
+        return 0; /* its rendezvous sends wait for all their receivers */
     for (int i = 0; i < len; i++) {
         const ct_op *op = &sc->ops[first + i];
         const posted_op *po = &s->ops[i];
@@ -630,11 +749,28 @@ static int finish_round(replay *R, int rank, arrival *arr)
                 return 0;
             msg_end *se = &po->ch->sends[po->index];
             double start = se->t, m = se->bytes;
-            if (mode_at(lc, m) == CT_MODE_RENDEZVOUS && po->ch->recvs[po->index].t > start)
+            int rendezvous = mode_at(lc, m) == CT_MODE_RENDEZVOUS;
+            if (se->xfer < 0 && R->links && crosses(R, op->peer, rank)) {
+                /* the sender's round (still the current one: it ends only once its
+                 * sends have moved) shares the link once all its receivers are there */
+                int shared = share_round_sends(R, op->peer);
+                if (shared < 0)
+                    return -1;
+                if (shared && rendezvous && !R->impatient)
+                    return 0;
+            }
+            if (rendezvous && po->ch->recvs[po->index].t > start)
                 start = po->ch->recvs[po->index].t;
             if ((start = xfer_start(R, op->peer, rank, se, start, lc)) < 0)
                 return -1;
             double orr = ct_cost_at(lc, lc->or_us, m);
+            if (rendezvous && crosses(R, op->peer, rank)) {
+                /* A rendezvous receive moves the data once posted, so the p2p's or(m)
+                 * holds the transfer; between hosts the network moves it, not this
+                 * processor: what is left after the one-way time is the receive's. */
+                double wire = ct_cost_at(lc, lc->oneway_us, m) - lc->oneway_us[0];
+                orr = orr > wire ? orr - wire : 0;
+            }
             arr[narr++] = (arrival){.ready = start + oneway_of(R, lc, se) - orr, .or_us = orr};
         }
     }
@@ -721,6 +857,7 @@ static int replay_pass(replay *R, ct_model_result *res)
     res->total_us = 0;
     res->messages = 0;
     R->nrecs = 0;
+    R->impatient = 0;
     memset(&R->map, 0, sizeof R->map);
     R->st = calloc((size_t)n, sizeof *R->st);
     R->links = NULL;
@@ -779,7 +916,12 @@ static int replay_pass(replay *R, ct_model_result *res)
                     left--;
             }
         }
-        if (!progress) {
+        if (progress) {
+            R->impatient = 0;
+        } else if (!R->impatient) {
+            R->impatient = 1; /* let the rendezvous receives go one by one */
+            continue;
+        } else {
             for (int r = 0; r < n; r++)
                 if (R->st[r].round < scheds[r]->nrounds) {
                     snprintf(res->error, sizeof res->error,

@@ -83,6 +83,19 @@
  * again with each link starting from where the previous pass left it plus the idle
  * time around the end of the call (the call's length less the link's busy span), until
  * no level moves by a byte (at most CT_MODEL_BUCKET_PASSES; the first starts full).
+ *
+ * Sends of one round (between nodes, with a layout). The messages a rank posts in one
+ * round to receivers on other nodes leave together, one flow a receiver, and TCP gives
+ * each open flow its share of the link: the smallest flow lands first, the largest
+ * last, and the link is busy throughout. Flows F_0 <= F_1 <= ... (their bytes) take the
+ * link smallest first, back to back, as before; a message whose end lies o bytes into
+ * flow j lands as late as sharing has it: (n F_0 + (n - 1)(F_1 - F_0) + ... up to o)
+ * - (F_0 + ... + F_{j-1} + o) bytes, times G, after its turn says. A rendezvous send
+ * moves once its receiver is there; the round shares once all are (a receive waits for
+ * that unless nothing else can move). Messages that hold the link for their gap rather
+ * than at the rate share nothing. Between nodes a rendezvous receive costs the receiver
+ * or(m) less the transfer (T(m) - T(smallest)): the p2p's or(m) holds the transfer,
+ * which the network moves, not the receiving processor.
  */
 #ifndef CT_MODEL_H
 #define CT_MODEL_H
@@ -209,8 +222,10 @@ double ct_stack_factor(const ct_cost_table *costs, double m, double fanin, doubl
 double ct_cost_at(const ct_cost_table *costs, const double *column, double m);
 
 /* How long a message of m bytes between nodes holds its sending node's link: its gap
- * g(m), or m times the per-byte gap of the table's largest point (LogGP's G, the
- * link's sustained rate) when that is longer. */
+ * g(m), or m G when that is longer. G, the link's sustained cost of a byte: the gap a
+ * byte of the largest stream of the host stack measurement when the table has one
+ * (a pair streaming back to back, what the wire and its headers take), else the
+ * per-byte gap of the table's largest point (LogGP's G). */
 double ct_link_occupancy(const ct_cost_table *costs, double m);
 
 #endif

@@ -461,6 +461,110 @@ static void link_bucket_steady_state(void)
         ct_sched_free(&s[i]);
 }
 
+/* A link of G = 0.008 us a byte (the gap of the largest message) and T(m) = 10 + m G. */
+static const double rate_sizes[4] = {1, 1 << 20, 2 << 20, 4 << 20};
+static const double rate_t[4] = {10.008, 10 + 8388.608, 10 + 16777.216, 10 + 33554.432};
+static const double rate_g[4] = {2, 2, 2, 33554.432};
+
+static ct_cost_table rate_table(const int *mode, const double *or_us)
+{
+    static const double zero[4] = {0, 0, 0, 0};
+    return (ct_cost_table){.npoints = 4, .size_bytes = rate_sizes, .os_us = zero,
+                           .or_us = or_us ? or_us : zero, .g_us = rate_g,
+                           .oneway_us = rate_t, .mode = mode};
+}
+
+/* Sends of one round to receivers on other nodes share the sender's link (model.h): rank 0
+ * (node 0) sends 1 MiB to rank 1 (node 1) and 1 MiB to rank 2 (node 2) in one round. TCP
+ * gives each flow half the rate, so both land at 2 x 1 MiB x G + 10 = 16787.216 us, where
+ * taking the link in turn would land the first at 8398.608. Eager or rendezvous, the same.
+ * Two messages to one receiver are one flow: the first lands at 8398.608, alone. */
+static void round_sends_share_the_link(void)
+{
+    static const int imm[4] = {CT_MODE_IMMEDIATE, CT_MODE_IMMEDIATE, CT_MODE_IMMEDIATE,
+                               CT_MODE_IMMEDIATE};
+    static const int rdv[4] = {CT_MODE_RENDEZVOUS, CT_MODE_RENDEZVOUS, CT_MODE_RENDEZVOUS,
+                               CT_MODE_RENDEZVOUS};
+    const int nodes[3] = {0, 1, 2};
+    const double both = 2 * 8388.608 + 10;
+    for (int k = 0; k < 2; k++) {
+        ct_cost_table c = rate_table(k ? rdv : imm, NULL);
+        ct_sched s[3], *ps[3] = {&s[0], &s[1], &s[2]};
+        for (int i = 0; i < 3; i++) {
+            ct_sched_init(&s[i]);
+            ct_sched_round(&s[i]);
+        }
+        ct_sched_send(&s[0], 1, CT_BUF_SRC, 0, 1 << 20);
+        ct_sched_send(&s[0], 2, CT_BUF_SRC, 0, 1 << 20);
+        ct_sched_recv(&s[1], 0, CT_BUF_DST, 0, 1 << 20);
+        ct_sched_recv(&s[2], 0, CT_BUF_DST, 0, 1 << 20);
+        double ranks[3];
+        ct_model_result res = {.rank_us = ranks};
+        if (ct_model_run_layers(&c, &c, nodes, 3, ps, 1, &res))
+            printf("FAIL shared round: %s\n", res.error), failures++;
+        CHECK_NEAR(ranks[1], both, "two flows of one round (%s): first receiver",
+                   k ? "rendezvous" : "eager");
+        CHECK_NEAR(ranks[2], both, "two flows of one round (%s): second receiver",
+                   k ? "rendezvous" : "eager");
+        for (int i = 0; i < 3; i++)
+            ct_sched_free(&s[i]);
+        if (k)
+            continue;
+        /* one receiver: one flow, in order. Rank 1 gets the first message alone at
+         * 8398.608 and sends 1 byte on to rank 2, which lands 10.008 later. */
+        for (int i = 0; i < 3; i++) {
+            ct_sched_init(&s[i]);
+            ct_sched_round(&s[i]);
+        }
+        ct_sched_send(&s[0], 1, CT_BUF_SRC, 0, 1 << 20);
+        ct_sched_send(&s[0], 1, CT_BUF_SRC, 0, 1 << 20);
+        ct_sched_recv(&s[1], 0, CT_BUF_DST, 0, 1 << 20);
+        ct_sched_round(&s[1]);
+        ct_sched_send(&s[1], 2, CT_BUF_SRC, 0, 1);
+        ct_sched_recv(&s[1], 0, CT_BUF_DST, 0, 1 << 20);
+        ct_sched_recv(&s[2], 1, CT_BUF_DST, 0, 1);
+        if (ct_model_run_layers(&c, &c, nodes, 3, ps, 1, &res))
+            printf("FAIL one flow: %s\n", res.error), failures++;
+        CHECK_NEAR(ranks[2], 8398.608 + 10.008, "one flow of two messages: the first alone%s",
+                   "");
+        CHECK_NEAR(ranks[1], both, "one flow of two messages: the second after it%s", "");
+        for (int i = 0; i < 3; i++)
+            ct_sched_free(&s[i]);
+    }
+}
+
+/* Rendezvous receives between hosts: the p2p's or(m) holds the transfer (the data moves
+ * once the receive is posted), here or(m) = T(m). Ranks 1 to 3 (nodes 1 to 3, a link each)
+ * send 1 MiB to rank 0 at once. The network moves the three, so rank 0 is done at T(1 MiB)
+ * plus what or(m) holds beyond the wire, twice more (1 us at each size): 8400.608 us,
+ * not 3 x or(1 MiB). */
+static void rendezvous_receives_between_hosts_overlap(void)
+{
+    static const int rdv[4] = {CT_MODE_RENDEZVOUS, CT_MODE_RENDEZVOUS, CT_MODE_RENDEZVOUS,
+                               CT_MODE_RENDEZVOUS};
+    double or_us[4];
+    for (int i = 0; i < 4; i++)
+        or_us[i] = rate_t[i] - rate_t[0] + 1;
+    ct_cost_table c = rate_table(rdv, or_us);
+    ct_sched s[4], *ps[4] = {&s[0], &s[1], &s[2], &s[3]};
+    for (int i = 0; i < 4; i++) {
+        ct_sched_init(&s[i]);
+        ct_sched_round(&s[i]);
+    }
+    for (int r = 1; r < 4; r++) {
+        ct_sched_recv(&s[0], r, CT_BUF_DST, 0, 1 << 20);
+        ct_sched_send(&s[r], 0, CT_BUF_SRC, 0, 1 << 20);
+    }
+    const int nodes[4] = {0, 1, 2, 3};
+    double ranks[4];
+    ct_model_result res = {.rank_us = ranks};
+    if (ct_model_run_layers(&c, &c, nodes, 4, ps, 1, &res))
+        printf("FAIL rendezvous fan-in: %s\n", res.error), failures++;
+    CHECK_NEAR(ranks[0], 8398.608 + 2, "three rendezvous receives between hosts%s", "");
+    for (int i = 0; i < 4; i++)
+        ct_sched_free(&s[i]);
+}
+
 /* ---------------------------------------------------------------- contention
  * A synthetic table: T = 100 us at every size alone, and per pair 1.5, 2.5 and
  * 4.5 times that with 2, 4 and 8 pairs at once. F(c) is then 1 at c = 1, 2 at
@@ -838,6 +942,8 @@ int main(void)
     links_are_shared();
     link_holds_the_sustained_rate();
     link_bucket_steady_state();
+    round_sends_share_the_link();
+    rendezvous_receives_between_hosts_overlap();
     rendezvous_receive_in_a_later_round();
     closed_forms();
     rendezvous_waits_for_the_receive();

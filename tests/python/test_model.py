@@ -278,6 +278,21 @@ def test_link_bucket_is_read_off_the_ping_pong():
     assert link_bucket(bed[:2]) == 0
 
 
+def test_the_sustained_rate_comes_from_the_stream_when_measured():
+    from colltune.model.model import link_bucket, sustained_per_byte
+
+    # the largest message's gap reads fast (0.008 us a byte); a pair's stream shows the
+    # wire at 0.01: G from it, and the bucket read with it (20000 B took 110 us where
+    # 10 + 200 at the stream's rate: 10000 B ahead)
+    bed = [{"size_bytes": m, "oneway_us": t, "g_us": g}
+           for m, t, g in [(1, 10, 2), (10000, 10, 2), (20000, 110, 2), (1000000, 9910, 8000)]]
+    stream = {"sizes_bytes": [1024, 262144], "pair_us": [12.0, 2621.44]}
+    assert sustained_per_byte(bed) == pytest.approx(0.008)
+    assert sustained_per_byte(bed, stream) == pytest.approx(0.01)
+    assert link_bucket(bed, stream) == pytest.approx(10000)
+    assert link_bucket(bed, {"sizes_bytes": [], "pair_us": []}) == link_bucket(bed)
+
+
 def test_allreduce_validates_its_own_algorithms():
     assert algorithms_of("allreduce", None) == ["reduce_bcast", "recursive_doubling", "ring",
                                                 "rabenseifner"]
@@ -483,12 +498,18 @@ def test_streams_charge_a_fan_in_across_hosts_and_not_a_fan_out():
     assert plain.inter_table.nstream_sizes == 0
     nodes = node_layout(4, hosts=4)  # one rank a host
     gather = ("gather", "linear", 64 << 10, 4)
+    # the pair's stream alone sets the link's rate (model.h): the stacks' own charge is
+    # what the fan-in and duplex streams add to that
+    pair_doc = json.loads(TWO.read_text())
+    pair_doc["layers"][1]["stream"] = {k: doc["layers"][1]["stream"][k]
+                                       for k in ("sizes_bytes", "pair_us")}
+    pair = Model.from_p2p(build, pair_doc, hosts=True)
     assert stacks.predict(*gather, segsize=0, nodes=nodes)["predicted_us"] > \
-        1.5 * plain.predict(*gather, segsize=0, nodes=nodes)["predicted_us"]
+        1.5 * pair.predict(*gather, segsize=0, nodes=nodes)["predicted_us"]
     # the root's messages out only: its link spaces them, its stack is not charged
     scatter = ("scatter", "linear", 64 << 10, 4)
     assert stacks.predict(*scatter, segsize=0, nodes=nodes)["predicted_us"] == \
-        pytest.approx(plain.predict(*scatter, segsize=0, nodes=nodes)["predicted_us"])
+        pytest.approx(pair.predict(*scatter, segsize=0, nodes=nodes)["predicted_us"])
     # on one host nothing crosses a host's stack
     one = Model.from_p2p(build, doc)
     assert one.predict(*gather, segsize=0)["predicted_us"] == \

@@ -42,23 +42,28 @@ class _CostTable(ctypes.Structure):
                 ("link_bucket_bytes", ctypes.c_double)]
 
 
-def sustained_per_byte(points: list[dict]) -> float:
+def sustained_per_byte(points: list[dict], stream: dict | None = None) -> float:
     """G, the sustained cost of a byte on a link, as the C model takes it
-    (ct_link_occupancy): the largest message's gap a byte."""
+    (ct_link_occupancy): the gap a byte of the largest stream of a pair (the layer's
+    `stream`, what the wire takes) when there is one, else the largest message's gap a
+    byte."""
+    if stream and stream.get("sizes_bytes") and stream.get("pair_us"):
+        return stream["pair_us"][-1] / stream["sizes_bytes"][-1]
     last = points[-1]
     return last["g_us"] / last["size_bytes"] if last["size_bytes"] > 0 else 0.0
 
 
-def link_bucket(points: list[dict]) -> float:
+def link_bucket(points: list[dict], stream: dict | None = None) -> float:
     """The bytes a rate-limited link sends ahead of its rate after an idle spell (a token
     bucket, model.h "Link bucket"), read off a layer's points: a one-way time T(m) below
-    T(smallest) + m G, where G is the sustained cost of a byte (sustained_per_byte),
+    T(smallest) + m G, where G is the sustained cost of a byte (sustained_per_byte,
+    from `stream` when given),
     was carried by the bucket by (that difference) / G bytes; the bucket is
     the most any size shows. 0 unless the largest message itself pays the rate (T within
     90% of m G): a layer whose times do not grow with the rate has no bucket to read."""
     if len(points) < 3:
         return 0.0
-    per_byte = sustained_per_byte(points)
+    per_byte = sustained_per_byte(points, stream)
     if per_byte <= 0:
         return 0.0
     last = points[-1]
@@ -205,7 +210,7 @@ class Model:
                 t.fanin_flows = arr(stream["fanin_flows"])
                 t.stream_fanin_us = arr([g for row in stream["fanin_us"] for g in row])
         if layer.get("between_hosts"):
-            t.link_bucket_bytes = link_bucket(points)
+            t.link_bucket_bytes = link_bucket(points, layer.get("stream"))
         return t
 
     @classmethod
