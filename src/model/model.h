@@ -76,9 +76,11 @@
  * link busy sees the rate instead. With B, each node's link keeps a bucket level: a
  * message of m bytes starting at x finds c = min(B, level after the link's previous
  * message + idle time / G) tokens (G: the sustained cost of a byte, ct_link_occupancy).
- * The ping-pong says a full bucket saved it a = min(m, B, (m G - (T(m) - T(smallest)))
- * / G) bytes; it takes u = min(c, m, B) tokens and saves s = a u / min(m, B) of them: it
- * holds the link for max(g(m), (m - s) G) and arrives (a - s) G later than T(m) says.
+ * The ping-pong saved it a = min(m, B, (m G - (T(m) - T(smallest))) / G) bytes (its own
+ * steady state, not a full bucket: about m / 2 below 2B on a tbf link, which refills
+ * over the one-way time it idles between messages); it takes u = min(c, m, B) tokens,
+ * each a byte sent ahead of the rate: it holds the link for max(g(m), (m - u) G) and
+ * arrives (a - u) G later than T(m) says (earlier when u > a).
  * The level a link starts with is its steady state in a loop of calls: the replay runs
  * again with each link starting from where the previous pass left it plus the idle
  * time around the end of the call (the call's length less the link's busy span), until

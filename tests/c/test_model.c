@@ -461,6 +461,44 @@ static void link_bucket_steady_state(void)
         ct_sched_free(&s[i]);
 }
 
+/* A full bucket is worth more than the ping-pong saw: on a tbf link the ping-pong refills
+ * only half of each message over its return trip, T(10000) = 10 + 50 where the rate needs
+ * 100 (G = 0.01 us a byte, B = 10000 B). Rank 2 (node 2) sends 1 MB to rank 0 (node 0),
+ * then rank 0 sends 10000 B to rank 1 (node 1): rank 0's link idled through the 1 MB, so
+ * its bucket is full and the whole message leaves ahead of the rate, landing T(smallest)
+ * = 10 us after it starts, 8 after rank 0 is done with it (its gap, 2). Saving only the
+ * ping-pong's half, as the model did until BENCHMARKS section 23, it landed at T(10000)
+ * = 60. */
+static const double half_t[4] = {10, 60, 110, 9910};
+
+static void full_bucket_beats_the_ping_pong(void)
+{
+    static const double zero[4] = {0, 0, 0, 0};
+    static const int imm[4] = {CT_MODE_IMMEDIATE, CT_MODE_IMMEDIATE, CT_MODE_IMMEDIATE,
+                                CT_MODE_IMMEDIATE};
+    ct_cost_table c = {.npoints = 4, .size_bytes = bucket_sizes, .os_us = zero, .or_us = zero,
+                       .g_us = bucket_g, .oneway_us = half_t, .mode = imm,
+                       .link_bucket_bytes = 10000};
+    ct_sched s[3], *ps[3] = {&s[0], &s[1], &s[2]};
+    for (int i = 0; i < 3; i++) {
+        ct_sched_init(&s[i]);
+        ct_sched_round(&s[i]);
+    }
+    ct_sched_recv(&s[0], 2, CT_BUF_DST, 0, 1000000);
+    ct_sched_send(&s[2], 0, CT_BUF_SRC, 0, 1000000);
+    ct_sched_round(&s[0]);
+    ct_sched_send(&s[0], 1, CT_BUF_SRC, 0, 10000);
+    ct_sched_recv(&s[1], 0, CT_BUF_DST, 0, 10000);
+    const int nodes[3] = {0, 1, 2};
+    double ranks[3];
+    ct_model_result res = {.rank_us = ranks};
+    if (ct_model_run_layers(&c, &c, nodes, 3, ps, 1, &res))
+        printf("FAIL full bucket: %s\n", res.error), failures++;
+    CHECK_NEAR(ranks[1] - ranks[0], 8, "a full bucket sends the whole message ahead%s", "");
+    for (int i = 0; i < 3; i++)
+        ct_sched_free(&s[i]);
+}
+
 /* A link of G = 0.008 us a byte (the gap of the largest message) and T(m) = 10 + m G. */
 static const double rate_sizes[4] = {1, 1 << 20, 2 << 20, 4 << 20};
 static const double rate_t[4] = {10.008, 10 + 8388.608, 10 + 16777.216, 10 + 33554.432};
@@ -942,6 +980,7 @@ int main(void)
     links_are_shared();
     link_holds_the_sustained_rate();
     link_bucket_steady_state();
+    full_bucket_beats_the_ping_pong();
     round_sends_share_the_link();
     rendezvous_receives_between_hosts_overlap();
     rendezvous_receive_in_a_later_round();
