@@ -3,6 +3,7 @@
 #include "coll/registry.h"
 #include "colltune.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -526,28 +527,53 @@ typedef struct round_send {
     double flow;  /* the bytes of its flow: this round's sends to its receiver */
     long first;   /* the flow's first message */
     double ready; /* when its data could move */
+    double end;   /* how far into its flow its last byte lies */
+    double land;  /* the bytes the link has sent when it is out */
 } round_send;
 
-/* smallest flow first; equal flows, and each flow's messages, in posting order */
-static int by_flow(const void *a, const void *b)
+/* flows in posting order (their first message), each flow's messages in order */
+static int by_posting(const void *a, const void *b)
 {
     const round_send *x = a, *y = b;
-    if (x->flow != y->flow)
-        return (x->flow > y->flow) - (x->flow < y->flow);
     if (x->first != y->first)
         return (x->first > y->first) - (x->first < y->first);
     return (x->se->id > y->se->id) - (x->se->id < y->se->id);
 }
 
+static int by_landing(const void *a, const void *b)
+{
+    const round_send *x = a, *y = b;
+    if (x->land != y->land)
+        return (x->land > y->land) - (x->land < y->land);
+    return by_posting(a, b);
+}
+
+/* The bytes the link has sent when flow `at` (of flows, in posting order, fl[j] bytes
+ * each) has its first o bytes out: round robin in posting order, each flow q bytes at a
+ * turn (model.h, sends of one round). With o in flow at's k-th turn, every flow before it
+ * has had k turns and every flow after it k - 1. q = 0: every flow its share at once. */
+static double round_robin_sent(const double *fl, int flows, int at, double o, double q)
+{
+    double k = q > 0 ? ceil(o / q) : 0, sent = o;
+    for (int j = 0; j < flows; j++) {
+        if (j == at)
+            continue;
+        double upto = q > 0 ? (j < at ? k : k - 1) * q : o;
+        sent += fl[j] < upto ? fl[j] : upto;
+    }
+    return sent;
+}
+
 /* The sends of one round that leave the node for several receivers share its link
  * (model.h, sends of one round). Each receiver's messages are one flow (a connection,
- * in order), and TCP gives each open flow its share of the rate: with F_0 <= F_1 <= ...
- * the flows' bytes, all F_0 bytes of every flow are out after n F_0, the next F_1 - F_0
- * of the n - 1 others after (n - 1)(F_1 - F_0) more, and so on. The replay keeps the
- * link's busy time as it is (the messages take it smallest flow first, back to back)
- * and makes each message arrive as late as sharing has it: `shared` is the difference.
- * A rendezvous send moves once its receiver is there: the round shares once all are.
- * 0 done (or nothing to share), 1 a receiver is not there yet, -1 out of memory. */
+ * in order). The link's queue takes up to Q bytes of a flow ahead of the next (the
+ * inter table's flow_head_bytes, measured by the p2p's fan-out), so the flows take turns
+ * of Q bytes in posting order: in turn when small, sharing the rate when large. The
+ * replay keeps the link's busy time as it is (the messages take it back to back in the
+ * order they land) and makes each message arrive as late as the turns have it: `shared`
+ * is the difference. A rendezvous send moves once its receiver is there: the round
+ * shares once all are. 0 done (or nothing to share), 1 a receiver is not there yet, -1
+ * out of memory. */
 static int share_round_sends(replay *R, int rank)
 {
     rank_state *s = &R->st[rank];
@@ -557,8 +583,12 @@ static int share_round_sends(replay *R, int rank)
     if (!(per_byte > 0))
         return 0;
     round_send *v = malloc((size_t)(len > 0 ? len : 1) * sizeof *v);
-    if (!v)
+    double *fl = malloc((size_t)(len > 0 ? len : 1) * sizeof *fl);
+    if (!v || !fl) {
+        free(v);
+        free(fl);
         return -1;
+    }
     for (int i = 0; i < len; i++) {
         const ct_op *op = &sc->ops[first + i];
         const posted_op *po = &s->ops[i];
@@ -573,56 +603,49 @@ static int share_round_sends(replay *R, int rank)
         if (mode_at(R->inter, se->bytes) == CT_MODE_RENDEZVOUS) {
             if (po->index >= po->ch->nrecvs) { /* a receiver not there yet: later */
                 free(v);
+                free(fl);
                 return 1;
             }
             if (po->ch->recvs[po->index].t > ready)
                 ready = po->ch->recvs[po->index].t;
         }
-        v[n++] = (round_send){se, op->peer, 0, se->id, ready};
+        v[n++] = (round_send){.se = se, .to = op->peer, .first = se->id, .ready = ready};
     }
-    int flows = 0;
-    for (int k = 0; k < n; k++) {
-        int seen = 0;
-        for (int j = 0; j < k && !seen; j++)
-            seen = v[j].to == v[k].to;
-        flows += !seen;
+    for (int k = 0; k < n; k++)
         for (int j = 0; j < n; j++)
-            if (v[j].to == v[k].to) {
-                v[k].flow += v[j].se->bytes;
-                if (v[j].se->id < v[k].first)
-                    v[k].first = v[j].se->id;
-            }
+            if (v[j].to == v[k].to && v[j].se->id < v[k].first)
+                v[k].first = v[j].se->id;
+    qsort(v, (size_t)n, sizeof *v, by_posting);
+    int flows = 0;
+    double offset = 0;
+    for (int k = 0; k < n; k++) {
+        if (!k || v[k].first != v[k - 1].first) {
+            fl[flows++] = 0;
+            offset = 0;
+        }
+        offset += v[k].se->bytes;
+        v[k].end = offset;
+        fl[flows - 1] = offset;
     }
     int rc = 0;
     if (flows > 1) {
-        qsort(v, (size_t)n, sizeof *v, by_flow);
-        double before = 0, offset = 0; /* the bytes of the flows before this one; in it */
-        for (int k = 0; k < n; k++) {
-            if (k && v[k].first != v[k - 1].first) {
-                before += v[k - 1].flow;
-                offset = 0;
-            }
+        double q = R->inter->flow_head_bytes > 0 ? R->inter->flow_head_bytes : 0;
+        for (int k = 0, f = -1; k < n; k++) {
+            f += !k || v[k].first != v[k - 1].first;
+            v[k].land = round_robin_sent(fl, flows, f, v[k].end, q);
+        }
+        qsort(v, (size_t)n, sizeof *v, by_landing);
+        double taken = 0; /* the bytes of the messages that landed before, and this one */
+        for (int k = 0; k < n && !rc; k++) {
             msg_end *se = v[k].se;
-            if (xfer_start(R, rank, v[k].to, se, v[k].ready, R->inter) < 0) {
+            if (xfer_start(R, rank, v[k].to, se, v[k].ready, R->inter) < 0)
                 rc = -1;
-                break;
-            }
-            offset += se->bytes;
-            /* the bytes the link has sent when sharing has this message's end out */
-            double sent = 0, prev = 0;
-            int open = flows;
-            for (int j = 0; j < n && prev < offset; j++) {
-                if (j && v[j].first == v[j - 1].first)
-                    continue; /* one entry a flow */
-                double upto = v[j].flow < offset ? v[j].flow : offset;
-                sent += open * (upto - prev);
-                prev = upto;
-                open--;
-            }
-            se->shared = (sent - (before + offset)) * per_byte * stretch_of(R, se);
+            taken += se->bytes;
+            se->shared = (v[k].land - taken) * per_byte * stretch_of(R, se);
         }
     }
     free(v);
+    free(fl);
     return rc;
 }
 

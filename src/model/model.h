@@ -87,12 +87,16 @@
  * no level moves by a byte (at most CT_MODEL_BUCKET_PASSES; the first starts full).
  *
  * Sends of one round (between nodes, with a layout). The messages a rank posts in one
- * round to receivers on other nodes leave together, one flow a receiver, and TCP gives
- * each open flow its share of the link: the smallest flow lands first, the largest
- * last, and the link is busy throughout. Flows F_0 <= F_1 <= ... (their bytes) take the
- * link smallest first, back to back, as before; a message whose end lies o bytes into
- * flow j lands as late as sharing has it: (n F_0 + (n - 1)(F_1 - F_0) + ... up to o)
- * - (F_0 + ... + F_{j-1} + o) bytes, times G, after its turn says. A rendezvous send
+ * round to receivers on other nodes leave together, one flow a receiver (a connection,
+ * in order). The link's queue takes up to Q = flow_head_bytes of a flow before the next
+ * flow's bytes (its socket's and the limiter's share), so the flows take turns of Q
+ * bytes in posting order: with o bytes of flow j out in its k-th turn (k = ceil(o / Q)),
+ * the link has sent L = o + sum over the flows f before j of min(F_f, k Q) + over those
+ * after it of min(F_f, (k - 1) Q), F_f their bytes. Small flows go in turn, large ones
+ * share the rate (Q = 0: L = sum over all flows of min(F_f, o), TCP's fair share from the
+ * first byte). The messages take the link back to back in the order they land; each
+ * lands (L - the bytes that took the link up to and including it) G after its turn
+ * says. A rendezvous send
  * moves once its receiver is there; the round shares once all are (a receive waits for
  * that unless nothing else can move). Messages that hold the link for their gap rather
  * than at the rate share nothing. Between nodes a rendezvous receive costs the receiver
@@ -142,6 +146,10 @@ typedef struct ct_cost_table {
     /* Link bucket (see "Link bucket" above; an inter-node table without contention data
      * only); 0: none. Appended last. */
     double link_bucket_bytes;
+    /* Sends of one round (see above; inter-node): the bytes of a flow the link takes
+     * before the next flow's turn; 0: the flows share from their first byte. Appended
+     * last. */
+    double flow_head_bytes;
 } ct_cost_table;
 
 /* The replays stop once no factor moves by more than the tolerance, or after

@@ -515,7 +515,8 @@ static ct_cost_table rate_table(const int *mode, const double *or_us)
 /* Sends of one round to receivers on other nodes share the sender's link (model.h): rank 0
  * (node 0) sends 1 MiB to rank 1 (node 1) and 1 MiB to rank 2 (node 2) in one round. TCP
  * gives each flow half the rate, so both land at 2 x 1 MiB x G + 10 = 16787.216 us, where
- * taking the link in turn would land the first at 8398.608. Eager or rendezvous, the same.
+ * taking the link in turn would land the first at 8398.608. Eager or rendezvous, the same;
+ * with a head start for the flow posted first, in between.
  * Two messages to one receiver are one flow: the first lands at 8398.608, alone. */
 static void round_sends_share_the_link(void)
 {
@@ -544,6 +545,24 @@ static void round_sends_share_the_link(void)
                    k ? "rendezvous" : "eager");
         CHECK_NEAR(ranks[2], both, "two flows of one round (%s): second receiver",
                    k ? "rendezvous" : "eager");
+        /* The link's queue takes 256 KiB of the first flow before the second's turn: the
+         * first lands at (2 MiB - 256 KiB) G + 10, the second at 2 MiB G + 10. With
+         * turns of 1 MiB or more they go one after the other: 1 MiB G + 10, then both. */
+        c.flow_head_bytes = 256 << 10;
+        if (ct_model_run_layers(&c, &c, nodes, 3, ps, 1, &res))
+            printf("FAIL head start: %s\n", res.error), failures++;
+        CHECK_NEAR(ranks[1], ((2 << 20) - (256 << 10)) * 0.008 + 10,
+                   "a 256 KiB head start (%s): first receiver", k ? "rendezvous" : "eager");
+        CHECK_NEAR(ranks[2], both, "a 256 KiB head start (%s): second receiver",
+                   k ? "rendezvous" : "eager");
+        c.flow_head_bytes = 1 << 20;
+        if (ct_model_run_layers(&c, &c, nodes, 3, ps, 1, &res))
+            printf("FAIL in turn: %s\n", res.error), failures++;
+        CHECK_NEAR(ranks[1], 8398.608, "turns of a whole flow (%s): first receiver",
+                   k ? "rendezvous" : "eager");
+        CHECK_NEAR(ranks[2], both, "turns of a whole flow (%s): second receiver",
+                   k ? "rendezvous" : "eager");
+        c.flow_head_bytes = 0;
         for (int i = 0; i < 3; i++)
             ct_sched_free(&s[i]);
         if (k)

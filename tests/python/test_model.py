@@ -293,6 +293,25 @@ def test_the_sustained_rate_comes_from_the_stream_when_measured():
     assert link_bucket(bed, {"sizes_bytes": [], "pair_us": []}) == link_bucket(bed)
 
 
+def test_flow_head_is_read_off_the_fan_out():
+    from colltune.model.model import flow_head
+
+    def fanout(rows):
+        m, first, second = zip(*rows, strict=True)
+        return {"fanout": {"sizes_bytes": list(m), "first_us": list(first),
+                           "second_us": list(second)}}
+
+    # 1 MiB flows landing at 1.75 and 2 MiB of time: the first had 256 KiB to itself
+    assert flow_head(fanout([(1 << 20, 1750.0, 2000.0)])) == pytest.approx(256 << 10)
+    # the median of the sizes where the two shared; a first that lands after the second
+    # shared from its first byte (0)
+    assert flow_head(fanout([(1 << 18, 400.0, 500.0), (1 << 20, 2100.0, 2000.0),
+                             (1 << 22, 7600.0, 8000.0)])) == pytest.approx(104857.6)
+    # every first alone (half the second's time or less): at least the largest size
+    assert flow_head(fanout([(1 << 18, 250.0, 500.0), (1 << 20, 900.0, 2000.0)])) == 1 << 20
+    assert flow_head(None) == 0 and flow_head({"pair_us": [1.0]}) == 0
+
+
 def test_allreduce_validates_its_own_algorithms():
     assert algorithms_of("allreduce", None) == ["reduce_bcast", "recursive_doubling", "ring",
                                                 "rabenseifner"]

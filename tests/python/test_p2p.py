@@ -403,3 +403,52 @@ def test_bad_stream_fields_are_rejected(change, field, reason):
     change(doc["layers"][0]["stream"])
     errors = [str(e) for e in validate(doc)]
     assert any(f"layers[0].{field}: " in e and reason in e for e in errors), errors
+
+
+def test_fanout_job_output_merges_and_validates():
+    """The fan-out job's tool line (`ct_p2p --stream 0>1,0>2 --messages 1`), here on 3 ranks
+    of this machine at two small sizes: one time a flow and size, merged into a layer with
+    its streams; none into a layer without, nor from an incomplete job."""
+    from colltune.core.mpi import run_json_lines
+    from colltune.p2p import p2p
+
+    build = _build("mpich")
+    spec = ",".join(f"{a}>{b}" for a, b in p2p.FANOUT_FLOWS)
+    args = [str(build.tool("ct_p2p")), "--stream", spec, "--messages", "1", "--sizes",
+            "1024,65536", "--iters", "2"]
+    records = run_json_lines(build.launch_command(3, args, bind=False), "fan-out",
+                             env=build.launch_env(3), progress=False)
+    doc = copy.deepcopy(GOOD)
+    layer = doc["layers"][0]
+    assert not p2p.merge_fanout(layer, records)  # no streams to add it to
+    scen = p2p.stream_scenarios(3)
+    assert p2p.merge_stream(layer, _stream_output(scen, [1024, 8192], _stream_gap), scen)
+    assert not p2p.merge_fanout(layer, [r for r in records if r.get("size_bytes") != 65536
+                                        or "gap_us" not in r][:1])
+    assert p2p.merge_fanout(layer, records)
+    fo = layer["stream"]["fanout"]
+    assert fo["sizes_bytes"] == [1024, 65536]
+    assert all(t > 0 for t in fo["first_us"] + fo["second_us"])
+    assert validate(doc) == []
+    fo["second_us"].pop()
+    assert any("stream.fanout.second_us" in str(e) for e in validate(doc))
+
+
+def test_fanout_command_goes_to_three_hosts(monkeypatch):
+    from colltune.p2p import p2p
+
+    build = _build("mpich")
+    run = p2p.P2PRun(build, True, progress=False, log=lambda msg: None)
+    seen = {}
+
+    def launch(nranks, program, bind=True, export=(), hosts=None):
+        seen.update(nranks=nranks, program=program, hosts=hosts)
+        return ["mpiexec"] + program
+
+    monkeypatch.setattr(build, "placement", type("P", (), {"hosts": ["h0", "h1", "h2", "h3"]}))
+    monkeypatch.setattr(build, "launch_command", launch)
+    cmd = run.fanout_command()
+    assert seen["nranks"] == 3 and seen["hosts"] == ["h0", "h1", "h2"]
+    i = cmd.index("--stream")
+    assert cmd[i + 1] == "0>1,0>2" and cmd[cmd.index("--messages") + 1] == "1"
+    assert cmd[cmd.index("--sizes") + 1] == ",".join(map(str, p2p.FANOUT_SIZES))

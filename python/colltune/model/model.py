@@ -39,7 +39,9 @@ class _CostTable(ctypes.Structure):
                 ("stream_duplex_us", _D), ("nfanin", ctypes.c_int), ("fanin_flows", _D),
                 ("stream_fanin_us", _D),
                 # link bucket (optional, inter-host layer; 0: none)
-                ("link_bucket_bytes", ctypes.c_double)]
+                ("link_bucket_bytes", ctypes.c_double),
+                # sends of one round: a flow's turn on the link (inter-host layer; 0: none)
+                ("flow_head_bytes", ctypes.c_double)]
 
 
 def sustained_per_byte(points: list[dict], stream: dict | None = None) -> float:
@@ -73,6 +75,30 @@ def link_bucket(points: list[dict], stream: dict | None = None) -> float:
     ahead = max((p["size_bytes"] * per_byte - (p["oneway_us"] - base)) / per_byte
                 for p in points[:-1])
     return max(ahead, 0.0)
+
+
+def flow_head(stream: dict | None) -> float:
+    """The bytes of a flow that a link takes before the next flow's turn (model.h, sends of
+    one round), read off the fan-out of a layer's `stream`: two messages of m bytes posted
+    one after the other land at (2m - Q) G and 2m G when they share past a head start of
+    Q, so Q = 2m (1 - first / second); Q >= m where the first lands alone, by m G (half the
+    second's time or less). The median over the sizes where the two shared, else the
+    largest size (the flows went in turn at every size: Q at least that). 0 without a
+    fan-out (the flows share from their first byte)."""
+    fo = (stream or {}).get("fanout")
+    if not fo or not fo.get("sizes_bytes"):
+        return 0.0
+    shared = []
+    for m, first, second in zip(fo["sizes_bytes"], fo["first_us"], fo["second_us"],
+                                strict=True):
+        q = 2 * m * (1 - first / second)
+        if q < m:
+            shared.append(max(q, 0.0))
+    if not shared:
+        return float(max(fo["sizes_bytes"]))
+    shared.sort()
+    mid = len(shared) // 2
+    return shared[mid] if len(shared) % 2 else (shared[mid - 1] + shared[mid]) / 2
 
 
 class ModelError(ValueError):
@@ -211,6 +237,7 @@ class Model:
                 t.stream_fanin_us = arr([g for row in stream["fanin_us"] for g in row])
         if layer.get("between_hosts"):
             t.link_bucket_bytes = link_bucket(points, layer.get("stream"))
+            t.flow_head_bytes = flow_head(layer.get("stream"))
         return t
 
     @classmethod

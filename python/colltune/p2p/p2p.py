@@ -13,6 +13,10 @@ Across hosts (a placement of H >= 2 hosts, one rank a host), a third job (`ct_p2
 measures the per-message gap of streams of 1 KiB to 256 KiB messages: one pair, both
 directions of that pair at once (duplex), and k = 2, 3 (and H - 1, at most 8) hosts sending to
 one (fan-in): the inter-host layer's `stream` (issue 21; docs/MODEL.md "Host stack").
+With H >= 3 hosts a fourth job (`ct_p2p --stream 0>1,0>2 --messages 1`) times one message
+of 256 KiB to 4 MiB from host 0 to each of two hosts, posted one after the other: how far
+ahead the first flow gets before the two share the link (the `stream`'s `fanout`,
+docs/MODEL.md "Sends of one round share the link").
 The result is p2p.json (schema colltune-p2p version 1, `p2p_schema`).
 
 `measure_p2p` is what `colltune run` calls.
@@ -52,6 +56,8 @@ JOB_TIMEOUT_S = 600
 _TRANSFERS, _SYNCS, _MODE_SAMPLES = 13 + sum(PENDING_COUNTS), 5 + len(PENDING_COUNTS), 6
 MAX_PAIRS = 8  # concurrent pairs measured at most (ct_p2p --concurrent)
 STREAM_SIZES = [1 << k for k in range(10, 19)]  # 1 KiB .. 256 KiB (ct_p2p --stream)
+FANOUT_SIZES = [256 << 10, 1 << 20, 4 << 20]  # one message a flow (ct_p2p --messages 1)
+FANOUT_FLOWS = [(0, 1), (0, 2)]  # posted in this order
 
 
 def stream_scenarios(hosts: int) -> list[tuple[str, int, list[tuple[int, int]]]]:
@@ -94,6 +100,22 @@ def merge_stream(layer: dict, records: list[dict], scenarios: list) -> bool:
         stream["fanin_us"] = [row(j) for _, j in fanin]
     stream["scenarios"] = {f"{k} {n}": [list(f) for f in flows] for k, n, flows in scenarios}
     layer["stream"] = stream
+    return True
+
+
+def merge_fanout(layer: dict, records: list[dict]) -> bool:
+    """Merge the fan-out job's output (`ct_p2p --stream 0>1,0>2 --messages 1`) into a
+    layer's `stream` as `fanout`: `sizes_bytes`, `first_us` and `second_us`, when each of the
+    two messages landed from the common start, the first posted first. Only into a layer
+    that has its streams, and only when every size is there: True when merged."""
+    st = layer.get("stream")
+    lines = {r["size_bytes"]: r["gap_us"] for r in records
+             if "scenario" in r and len(r.get("gap_us") or []) == 2}
+    if st is None or not lines or any(not (g[0] > 0 and g[1] > 0) for g in lines.values()):
+        return False
+    sizes = sorted(lines)
+    st["fanout"] = {"sizes_bytes": sizes, "first_us": [lines[m][0] for m in sizes],
+                    "second_us": [lines[m][1] for m in sizes]}
     return True
 
 
@@ -373,6 +395,33 @@ class P2PRun:
             return
         if not merge_stream(layer, records, scenarios):
             self.warn(f"layer {entry['layer']}: streams: output incomplete, not kept")
+            return
+        if hosts >= 3:
+            self.run_fanout(entry, layer)
+
+    def fanout_command(self) -> list[str]:
+        tool = str(self.build.tool("ct_p2p"))
+        spec = ",".join(f"{a}>{b}" for a, b in FANOUT_FLOWS)
+        args = [tool, "--stream", spec, "--messages", "1", "--sizes",
+                ",".join(map(str, FANOUT_SIZES)), "--iters", "5"]
+        hosts = list(self.build.placement.hosts)[:3]
+        return self.build.launch_command(3, args, bind=False, hosts=hosts)
+
+    def run_fanout(self, entry: dict, layer: dict) -> None:
+        """The fan-out job on the first 3 hosts, merged into the layer's streams; a failure
+        is a warning (the model then lets the flows of a round share from their first
+        byte)."""
+        cmd = self.fanout_command()
+        self.commands.append(shlex.join(cmd))
+        records: list[dict] = []
+        label = f"p2p layer {entry['layer']} (one message to each of 2 hosts)"
+        try:
+            _run_job(cmd, label, self.build.launch_env(3), records, self.progress)
+        except P2PError as e:
+            self.warn(f"layer {entry['layer']}: fan-out: {e}")
+            return
+        if not merge_fanout(layer, records):
+            self.warn(f"layer {entry['layer']}: fan-out: output incomplete, not kept")
 
     def _cores(self) -> list[int] | None:
         """The cores ct_probe lists when this build can bind (None: unpinned), once."""

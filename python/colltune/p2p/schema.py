@@ -190,6 +190,27 @@ def _concurrent(p, pf, layer, conc, need, value) -> None:
         value(v, f"{field}[{k}]")
 
 
+def _fanout(fo, f, need, value) -> None:
+    """A stream's optional `fanout`: sizes_bytes ascending, first_us and second_us one
+    positive time per size."""
+    if not need(isinstance(fo, dict), f, "not an object"):
+        return
+    sizes = fo.get("sizes_bytes")
+    sizes_ok = need(isinstance(sizes, list) and sizes
+                    and all(isinstance(m, int) and not isinstance(m, bool) and m >= 1
+                            for m in sizes)
+                    and all(a < b for a, b in zip(sizes, sizes[1:], strict=False)),
+                    f + ".sizes_bytes", "not a list of ascending positive integers")
+    for key in ("first_us", "second_us"):
+        row = fo.get(key)
+        if not need(isinstance(row, list) and (not sizes_ok or len(row) == len(sizes)),
+                    f"{f}.{key}", "missing or not one value per size"):
+            continue
+        for i, v in enumerate(row):
+            if value(v, f"{f}.{key}[{i}]"):
+                need(v > 0, f"{f}.{key}[{i}]", "not positive")
+
+
 def _stream(st, f, need, value) -> None:
     """A layer's optional `stream` (host stacks, docs/MODEL.md): sizes_bytes ascending,
     pair_us (and optionally duplex_us) one positive gap per size, fanin_flows ascending
@@ -214,6 +235,8 @@ def _stream(st, f, need, value) -> None:
     gaps(st.get("pair_us"), f + ".pair_us")
     if "duplex_us" in st:
         gaps(st["duplex_us"], f + ".duplex_us")
+    if "fanout" in st:
+        _fanout(st["fanout"], f + ".fanout", need, value)
     flows = st.get("fanin_flows")
     if flows is None and "fanin_us" not in st:
         return
