@@ -65,7 +65,9 @@
  * time-weighted numbers of holds on A's in-stack and on B's out-stack (the other
  * direction at either end), at most 1. It is stretched by
  *   S = max(I(i, m) / P(m), 1 + d (D(m) / P(m) - 1)), never below 1
- * (I(1) = P; linear in i between the measured counts and beyond the last two): its
+ * (I(1) = P; linear in i between the measured counts and beyond the last two; no duplex
+ * term for a rendezvous message, whose one handshake the duplex stream, where each
+ * handshake waits behind the other direction's data, does not describe): its
  * one-way time, its gap and its link occupancy. With contention data too, the two
  * factors multiply. The same repeated replays settle i and d as they settle c.
  *

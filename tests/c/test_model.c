@@ -954,6 +954,15 @@ static void host_stacks_share(void)
     CHECK_NEAR(ct_stack_factor(&st, 8192, 1, 3), 1.6, "stack factor at %s", "duplex 3 (1)");
     CHECK_NEAR(ct_stack_factor(&st, 8192, 3, 1), 3, "stack factor at %s", "fan-in 3, duplex");
     CHECK_NEAR(ct_stack_factor(&plain, 8192, 3, 1), 1, "stack factor without %s", "streams");
+    /* a rendezvous message pays the fan-in, not the duplex stream's handshakes */
+    static int rdv_modes[NPTS];
+    for (int i = 0; i < NPTS; i++)
+        rdv_modes[i] = CT_MODE_RENDEZVOUS;
+    ct_cost_table rdv = st;
+    rdv.mode = rdv_modes;
+    CHECK_NEAR(ct_stack_factor(&rdv, 8192, 1, 1), 1, "stack factor at %s", "duplex, rendezvous");
+    CHECK_NEAR(ct_stack_factor(&rdv, 8192, 2.5, 1), 2.5, "stack factor at %s",
+               "fan-in 2.5, duplex, rendezvous");
     const int apart[4] = {0, 1, 2, 3}, one[4] = {0, 0, 0, 0};
     const int fan_from[3] = {1, 2, 3}, fan_to[3] = {0, 0, 0};
     int passes;
