@@ -190,25 +190,38 @@ def _concurrent(p, pf, layer, conc, need, value) -> None:
         value(v, f"{field}[{k}]")
 
 
-def _fanout(fo, f, need, value) -> None:
-    """A stream's optional `fanout`: sizes_bytes ascending, first_us and second_us one
-    positive time per size."""
-    if not need(isinstance(fo, dict), f, "not an object"):
-        return
-    sizes = fo.get("sizes_bytes")
+def _sized_rows(obj, f, need, value, keys) -> bool:
+    """`obj`'s sizes_bytes (ascending positive integers) and, for each of `keys` (a key to
+    whether it must be there) that is there, one positive value per size. True when the
+    sizes are good."""
+    sizes = obj.get("sizes_bytes")
     sizes_ok = need(isinstance(sizes, list) and sizes
                     and all(isinstance(m, int) and not isinstance(m, bool) and m >= 1
                             for m in sizes)
                     and all(a < b for a, b in zip(sizes, sizes[1:], strict=False)),
                     f + ".sizes_bytes", "not a list of ascending positive integers")
-    for key in ("first_us", "second_us"):
-        row = fo.get(key)
-        if not need(isinstance(row, list) and (not sizes_ok or len(row) == len(sizes)),
-                    f"{f}.{key}", "missing or not one value per size"):
-            continue
-        for i, v in enumerate(row):
-            if value(v, f"{f}.{key}[{i}]"):
-                need(v > 0, f"{f}.{key}[{i}]", "not positive")
+    for key, required in keys.items():
+        if key in obj or required:
+            _positive_row(obj.get(key), f"{f}.{key}", len(sizes) if sizes_ok else None,
+                          need, value)
+    return sizes_ok
+
+
+def _positive_row(row, rf, count, need, value) -> None:
+    """One positive value per size (count: how many; None: unknown)."""
+    if not need(isinstance(row, list) and (count is None or len(row) == count), rf,
+                "missing or not one value per size"):
+        return
+    for i, v in enumerate(row):
+        if value(v, f"{rf}[{i}]"):
+            need(v > 0, f"{rf}[{i}]", "not positive")
+
+
+def _fanout(fo, f, need, value) -> None:
+    """A stream's optional `fanout`: sizes_bytes ascending, first_us and second_us one
+    positive time per size."""
+    if need(isinstance(fo, dict), f, "not an object"):
+        _sized_rows(fo, f, need, value, {"first_us": True, "second_us": True})
 
 
 def _stream(st, f, need, value) -> None:
@@ -217,24 +230,9 @@ def _stream(st, f, need, value) -> None:
     integers >= 2 with fanin_us one such row per count."""
     if not need(isinstance(st, dict), f, "not an object"):
         return
+    sizes_ok = _sized_rows(st, f, need, value, {"pair_us": True, "duplex_us": False})
     sizes = st.get("sizes_bytes")
-    sizes_ok = need(isinstance(sizes, list) and sizes
-                    and all(isinstance(m, int) and not isinstance(m, bool) and m >= 1
-                            for m in sizes)
-                    and all(a < b for a, b in zip(sizes, sizes[1:], strict=False)),
-                    f + ".sizes_bytes", "not a list of ascending positive integers")
 
-    def gaps(row, rf):
-        if not need(isinstance(row, list) and (not sizes_ok or len(row) == len(sizes)), rf,
-                    "missing or not one value per size"):
-            return
-        for i, v in enumerate(row):
-            if value(v, f"{rf}[{i}]"):
-                need(v > 0, f"{rf}[{i}]", "not positive")
-
-    gaps(st.get("pair_us"), f + ".pair_us")
-    if "duplex_us" in st:
-        gaps(st["duplex_us"], f + ".duplex_us")
     if "fanout" in st:
         _fanout(st["fanout"], f + ".fanout", need, value)
     flows = st.get("fanin_flows")
@@ -248,7 +246,8 @@ def _stream(st, f, need, value) -> None:
         if need(isinstance(rows, list) and len(rows) == len(flows), f + ".fanin_us",
                 "not one row per fan-in count"):
             for j, row in enumerate(rows):
-                gaps(row, f"{f}.fanin_us[{j}]")
+                _positive_row(row, f"{f}.fanin_us[{j}]", len(sizes) if sizes_ok else None,
+                              need, value)
 
 
 def switches(points: list[dict]) -> list[dict]:
