@@ -314,6 +314,7 @@ typedef struct rank_state {
     /* The round's local operations, which a WAIT may stop midway: where, and when. */
     int in_local, local;
     double local_clock;
+    int shared_round; /* 1 + the round whose sends have shared the link (0: none yet) */
     flag_signal *signals; /* shared memory: the steps this rank has signalled, in order */
     int nsignals, cap_signals;
 } rank_state;
@@ -528,12 +529,20 @@ static long long pair_key(const replay *R, int from, int to)
 typedef struct round_send {
     msg_end *se;
     int to;
-    double flow;  /* the bytes of its flow: this round's sends to its receiver */
     long first;   /* the flow's first message */
     double ready; /* when its data could move */
     double end;   /* how far into its flow its last byte lies */
     double land;  /* the bytes the link has sent when it is out */
 } round_send;
+
+/* by receiver, each receiver's messages in posting order */
+static int by_receiver(const void *a, const void *b)
+{
+    const round_send *x = a, *y = b;
+    if (x->to != y->to)
+        return (x->to > y->to) - (x->to < y->to);
+    return (x->se->id > y->se->id) - (x->se->id < y->se->id);
+}
 
 /* flows in posting order (their first message), each flow's messages in order */
 static int by_posting(const void *a, const void *b)
@@ -584,8 +593,8 @@ static int share_round_sends(replay *R, int rank)
     const ct_sched *sc = R->scheds[rank];
     int first = sc->round_start[s->round], len = ct_sched_round_len(sc, s->round), n = 0;
     double per_byte = R->links ? sustained_per_byte(R->inter) : 0;
-    if (!(per_byte > 0))
-        return 0;
+    if (!(per_byte > 0) || s->shared_round == s->round + 1)
+        return 0; /* no link, or this round shared already */
     round_send *v = malloc((size_t)(len > 0 ? len : 1) * sizeof *v);
     double *fl = malloc((size_t)(len > 0 ? len : 1) * sizeof *fl);
     if (!v || !fl) {
@@ -615,10 +624,11 @@ static int share_round_sends(replay *R, int rank)
         }
         v[n++] = (round_send){.se = se, .to = op->peer, .first = se->id, .ready = ready};
     }
-    for (int k = 0; k < n; k++)
-        for (int j = 0; j < n; j++)
-            if (v[j].to == v[k].to && v[j].se->id < v[k].first)
-                v[k].first = v[j].se->id;
+    s->shared_round = s->round + 1;
+    qsort(v, (size_t)n, sizeof *v, by_receiver);
+    for (int k = 1; k < n; k++)
+        if (v[k].to == v[k - 1].to)
+            v[k].first = v[k - 1].first;
     qsort(v, (size_t)n, sizeof *v, by_posting);
     int flows = 0;
     double offset = 0;
