@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -94,11 +95,7 @@ def flow_head(stream: dict | None) -> float:
         q = 2 * m * (1 - first / second)
         if q < m:
             shared.append(max(q, 0.0))
-    if not shared:
-        return float(max(fo["sizes_bytes"]))
-    shared.sort()
-    mid = len(shared) // 2
-    return shared[mid] if len(shared) % 2 else (shared[mid - 1] + shared[mid]) / 2
+    return statistics.median(shared) if shared else float(max(fo["sizes_bytes"]))
 
 
 class ModelError(ValueError):

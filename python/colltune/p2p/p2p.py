@@ -106,8 +106,8 @@ def merge_stream(layer: dict, records: list[dict], scenarios: list) -> bool:
 def merge_fanout(layer: dict, records: list[dict]) -> bool:
     """Merge the fan-out job's output (`ct_p2p --stream 0>1,0>2 --messages 1`) into a
     layer's `stream` as `fanout`: `sizes_bytes`, `first_us` and `second_us`, when each of the
-    two messages landed from the common start, the first posted first. Only into a layer
-    that has its streams, and only when every size is there: True when merged."""
+    two messages landed from the common start, the first posted first, for every size the
+    job printed. Only into a layer that has its streams: True when merged."""
     st = layer.get("stream")
     lines = {r["size_bytes"]: r["gap_us"] for r in records
              if "scenario" in r and len(r.get("gap_us") or []) == 2}
