@@ -170,7 +170,8 @@ int ct_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
  * ct_wait, ct_test, ct_waitall, ct_testall (with any other requests) or the
  * drop-in's MPI_Wait / MPI_Test / MPI_Request_get_status families, which check
  * colltune's requests themselves and hand MPI only the others (docs/DROPIN.md);
- * MPI_Request_free and MPI_Cancel on it are erroneous, as MPI says. A progress
+ * MPI_Request_free and MPI_Cancel on it are erroneous, as MPI says (the drop-in's
+ * MPI_Request_free accepts it all the same, as the libraries do: docs/DROPIN.md). A progress
  * thread (ct_progress_start) runs the offloaded part of the schedule while the
  * application computes; the part that runs on the application's core (the
  * last opts->split levels of a one-to-all tree) runs inside those calls.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the drop-in against Debian's own Open MPI or MPICH (installed side by side by
-# scripts/ensure-system-mpi.sh) into build/debian-<name>, for the Fortran test
-# (tests/python/test_fortran.py): only libcolltune and libcolltune_pmpi, quietly. An MPI
-# that is not installed is skipped with a word (the test then skips too).
+# scripts/ensure-system-mpi.sh) into build/debian-<name>, quietly: libcolltune and
+# libcolltune_pmpi for the Fortran test (tests/python/test_fortran.py), and the C tests
+# labelled "system" (tests/c/CMakeLists.txt) that scripts/test.sh runs there. An MPI that
+# is not installed is skipped with a word (the tests then skip too).
 # Usage: scripts/build-debian-mpi.sh openmpi|mpich ...
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,5 +29,6 @@ for name in "$@"; do
             -DCOLLTUNE_WERROR=$werror -DMPI_C_COMPILER="$mpicc" \
             -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.$name
     fi
-    quiet cmake --build "$dir" -j "$(nproc)" --target colltune_pmpi
+    quiet cmake --build "$dir" -j "$(nproc)" --target colltune_pmpi test_coll_mpi test_move_mpi \
+        plain_release_linked plain_finalize_linked
 done

@@ -137,21 +137,105 @@ static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static atomic_int held_comms, held_types; /* what pending jobs hold (ct_handles_held) */
 
+/* ---- Every live segment, freed before MPI finalizes -------------------------------
+ * A segment's window must go before the MPI library tears down its one-sided component:
+ * freed from the communicator's attribute at MPI_Finalize (MPI_COMM_WORLD's attributes go
+ * late, in ompi_comm_finalize), MPI_Win_free crashed Debian's Open MPI 4.1.4 (issue 37).
+ * MPI deletes MPI_COMM_SELF's attributes first: an attribute there frees every segment
+ * still alive, on every rank in the order they were made (the order in which the ranks
+ * made them together), before anything else goes. Under keyval_lock. */
+typedef struct live_segment {
+    MPI_Win win;
+    MPI_Comm comm;
+    shm_segment *owner; /* NULL once its state is gone (left for MPI_Finalize) */
+} live_segment;
+static live_segment *live;
+static size_t nlive, live_cap;
+static int self_keyval = MPI_KEYVAL_INVALID;
+
+static int segments_finalize(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm, (void)keyval, (void)attr, (void)extra;
+    pthread_mutex_lock(&keyval_lock);
+    for (size_t i = 0; i < nlive; i++) {
+        PMPI_Win_free(&live[i].win);
+        PMPI_Comm_free(&live[i].comm);
+        if (live[i].owner)
+            live[i].owner->state = 0; /* the communicator's own deletion frees nothing */
+    }
+    free(live);
+    live = NULL;
+    nlive = live_cap = 0;
+    pthread_mutex_unlock(&keyval_lock);
+    return MPI_SUCCESS;
+}
+
+/* Records seg, just made; the MPI_COMM_SELF attribute on the first. */
+static int segment_track(shm_segment *seg)
+{
+    int rc = MPI_SUCCESS;
+    pthread_mutex_lock(&keyval_lock);
+    if (self_keyval == MPI_KEYVAL_INVALID &&
+        ((rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, segments_finalize, &self_keyval,
+                                       NULL)) != MPI_SUCCESS ||
+         (rc = PMPI_Comm_set_attr(MPI_COMM_SELF, self_keyval, NULL)) != MPI_SUCCESS))
+        self_keyval = MPI_KEYVAL_INVALID;
+    if (rc == MPI_SUCCESS && nlive == live_cap) {
+        size_t cap = live_cap ? 2 * live_cap : 8;
+        live_segment *grown = realloc(live, cap * sizeof *grown);
+        if (grown) {
+            live = grown;
+            live_cap = cap;
+        } else {
+            rc = MPI_ERR_NO_MEM;
+        }
+    }
+    if (rc == MPI_SUCCESS)
+        live[nlive++] = (live_segment){seg->win, seg->comm, seg};
+    pthread_mutex_unlock(&keyval_lock);
+    return rc;
+}
+
+/* The state owning seg goes. collective: its window is freed now, on every rank of the
+ * segment at once; otherwise it stays for MPI_Finalize. */
+static void segment_untrack(shm_segment *seg, int collective)
+{
+    live_segment gone = {MPI_WIN_NULL, MPI_COMM_NULL, NULL};
+    pthread_mutex_lock(&keyval_lock);
+    for (size_t i = 0; i < nlive; i++) {
+        if (live[i].owner != seg)
+            continue;
+        if (collective) {
+            gone = live[i];
+            memmove(&live[i], &live[i + 1], (nlive - i - 1) * sizeof *live);
+            nlive--;
+        } else {
+            live[i].owner = NULL;
+        }
+        break;
+    }
+    pthread_mutex_unlock(&keyval_lock);
+    /* Outside the lock: the free waits for the segment's other ranks, whose other
+     * threads may need the lock meanwhile. */
+    if (gone.owner) {
+        PMPI_Win_free(&gone.win);
+        PMPI_Comm_free(&gone.comm);
+    }
+}
+
 /* Drops a reference; the last frees the state. collective: the caller is the attribute's
- * deletion (MPI_Comm_free or MPI_Finalize, on every rank at once), where the segment's
- * window, whose free is collective, can go too; after a non-blocking job outlived the
- * communicator the ranks release at different moments, and the window is left to
- * MPI_Finalize rather than risk a rank blocking in MPI_Win_free while others need it. */
+ * deletion (MPI_Comm_free, on every rank at once), where the segment's window, whose
+ * free is collective, can go too; after a non-blocking job outlived the communicator
+ * the ranks release at different moments, and the window is left to MPI_Finalize
+ * rather than risk a rank blocking in MPI_Win_free while others need it. */
 static void state_unref(comm_state *st, int collective)
 {
     if (atomic_fetch_sub(&st->refs, 1) != 1)
         return;
     shm_segment *segs[2] = {&st->shm, &st->node_shm};
     for (int i = 0; i < 2; i++)
-        if (segs[i]->state > 0 && collective) {
-            PMPI_Win_free(&segs[i]->win);
-            PMPI_Comm_free(&segs[i]->comm);
-        }
+        if (segs[i]->state > 0)
+            segment_untrack(segs[i], collective);
     if (st->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&st->priv);
     ct_job_free(&st->job);
@@ -236,12 +320,12 @@ static int segment_setup(comm_state *st, shm_segment *seg, int color, int size, 
         for (int r = 0; r < size; r++)
             atomic_store((_Atomic unsigned long long *)((char *)base + (size_t)r * FLAG_STRIDE),
                          (unsigned long long)CT_STEP_DONE);
-    if ((rc = PMPI_Barrier(group)) != MPI_SUCCESS) {
+    seg->comm = group;
+    if ((rc = PMPI_Barrier(group)) != MPI_SUCCESS || (rc = segment_track(seg)) != MPI_SUCCESS) {
         PMPI_Win_free(&seg->win);
         PMPI_Comm_free(&group);
         return rc;
     }
-    seg->comm = group;
     seg->flags = base;
     seg->data = (char *)base + header;
     seg->bytes = data;
@@ -1014,7 +1098,6 @@ static int prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry
         job->x.flag_stride = FLAG_STRIDE;
         job->x.shm_rank = p->rank;
         job->x.shm_size = (unsigned long long)(p->count * p->type_size);
-        job->x.epoch = (++seg->seq) << 24;
     }
     if (!job->have_key || job->key_alg != e || memcmp(&key, &job->key_params, sizeof key)) {
         job->have_key = 0;
@@ -1024,6 +1107,11 @@ static int prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry
         memcpy(&job->key_params, &key, sizeof key);
         job->have_key = 1;
     }
+    /* The segment's epoch only once the call will run on it: a call refused here (an
+     * element larger than the segment) goes to the library, and the segment's next call
+     * must still find the flags of the previous one. */
+    if (seg)
+        job->x.epoch = (++seg->seq) << 24;
     job->alg = e;
     job->params = key;
     job->x.comm = st->priv;
@@ -1657,8 +1745,10 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
             segment = &st->node_shm;
         }
     }
-    if (!job)
+    if (!job) {
         job = &st->job;
+        st->fast_ok = 0; /* the job is this call's from here, whether or not it runs */
+    }
     job->state = st;
     job->segment = segment;
     job->empty = 0;
@@ -1694,6 +1784,14 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
         p.segcount = seg_ok ? ct_segcount_for(seg, 1) : 0;
         rc = ct_coll_is_v(c->coll) ? setup_movement_v(c, v, st, job, &p, e)
                                    : setup_movement(c, st, job, &p, e);
+    }
+    /* A shared-memory algorithm refuses a call whose element the segment cannot hold
+     * (COLLTUNE_SHM_BYTES below the type's extent): a refusal that depends only on the
+     * communicator's size, the count and the type, alike on every rank, so each sends the
+     * call to the library as it does for any algorithm that cannot serve it. */
+    if (rc == MPI_ERR_INTERN && segment && native_on_reject) {
+        *ran = "native";
+        return not_ours(c, v, native_on_reject, go);
     }
     if (rc != MPI_SUCCESS)
         return ct_raise_error(c->comm, rc, "%s/%s: failed (%s)", cname, e->info.name,

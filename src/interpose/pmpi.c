@@ -65,6 +65,7 @@ static forced forced_alg[CT_NCOLL];
 static long long env_segsize;
 static const char *env_segsize_invalid; /* the bad text, if any */
 static int log_debug;
+static int log_warn; /* COLLTUNE_LOG=warn or debug: what a program did that MPI calls erroneous */
 static int env_split = CT_SPLIT_AUTO;
 static int env_split_given; /* COLLTUNE_SPLIT=S overrides the table's split level */
 
@@ -132,6 +133,7 @@ static void read_env(void)
     }
     const char *log = getenv("COLLTUNE_LOG");
     log_debug = log && strcmp(log, "debug") == 0;
+    log_warn = log_debug || (log && strcmp(log, "warn") == 0);
     const char *table = getenv("COLLTUNE_TABLE");
     char why[512];
     if (table && *table && ct_table_load(table, why, sizeof why) != 0) {
@@ -341,6 +343,7 @@ static int intercept(const ct_call *c)
     ct_options o;
     int err = MPI_SUCCESS;
     long long bytes = ct_call_bytes(c);
+    ct_nbc_poll_orphans();
     int native = is_inter(c->comm) || choose(c, bytes, &o, &err);
     if (err != MPI_SUCCESS)
         return err;
@@ -824,14 +827,20 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
     return some(0, incount, requests, outcount, indices, statuses);
 }
 
-/* MPI_Request_free and MPI_Cancel on a non-blocking collective are erroneous
- * (MPI 4.1, 6.12): colltune's own say so through the communicator's error
- * handler and leave the request alone (its schedule is still running). */
+/* MPI_Request_free on a collective's request is erroneous (MPI 4.1, 6.12), yet MPICH
+ * and Open MPI accept it and programs do it (polling MPI_Request_get_status, then
+ * freeing): a request that is over is freed; one in flight completes in the background
+ * and is freed then (ct_nbc_release), with a warning under COLLTUNE_LOG=warn or debug. */
 int MPI_Request_free(MPI_Request *request)
 {
-    int rc = ct_nbc_misuse(*request, "MPI_Request_free");
-    if (rc != MPI_SUCCESS)
+    ct_nbc_req *r = request ? ct_nbc_find(*request) : NULL;
+    if (r) {
+        int in_flight = 0, rc = ct_nbc_release(r, request, &in_flight);
+        if (in_flight && log_warn)
+            fprintf(stderr, "colltune: warning: MPI_Request_free on a collective's request "
+                            "in flight (erroneous in MPI): it completes in the background\n");
         return rc;
+    }
     ct_plan *plan = ct_plan_find(*request); /* an inactive persistent collective of colltune's */
     if (plan)
         return ct_plan_free(plan, request);
@@ -840,6 +849,9 @@ int MPI_Request_free(MPI_Request *request)
     return PMPI_Request_free(request);
 }
 
+/* MPI_Cancel on a collective's request is erroneous (MPI 4.1, 6.12) and cannot be done:
+ * colltune's say so through the communicator's error handler and leave the request
+ * alone (its schedule is still running). */
 int MPI_Cancel(MPI_Request *request)
 {
     int rc = ct_nbc_misuse(*request, "MPI_Cancel");
@@ -983,6 +995,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 int MPI_Finalize(void)
 {
+    ct_nbc_drain(); /* collectives freed in flight (MPI_Request_free) end first */
     ct_progress_stop();
     ct_nbc_reap();
     ct_monitor_finish();

@@ -69,6 +69,8 @@ struct ct_nbc_req {
     struct ct_nbc_req *next;     /* the progress thread's queue */
     struct ct_nbc_req *app_next; /* the list of application parts to drive */
     struct ct_nbc_req *freed_next; /* freed by MPI, waiting for ct_nbc_reap */
+    struct ct_nbc_req *orphan_next; /* freed by the program in flight (ct_nbc_release) */
+    ct_plan *orphan_plan;           /* a persistent call's plan, freed after it */
 };
 
 /* ---- Requests known to colltune ---------------------------------------- */
@@ -780,6 +782,7 @@ static void app_add(ct_nbc_req *r)
 }
 
 static int app_part(ct_nbc_req *r);
+static int orphans_collect(void);
 
 int ct_nbc_poll(void)
 {
@@ -803,12 +806,97 @@ int ct_nbc_poll(void)
     }
     if (hook_in_waits() && (run_hook() & CT_PROGRESS_MOVED))
         moved = 1;
+    if (orphans_collect())
+        moved = 1;
     return moved;
+}
+
+/* ---- Requests the program freed while in flight ------------------------------
+ * MPI calls MPI_Request_free on a collective's request erroneous, yet the libraries
+ * complete such an operation in the background and programs rely on it (MPICH's own
+ * tests). colltune does the same: the request leaves the program's hands at once, its
+ * operation still runs (the progress thread's part as ever, the application's part in
+ * every later poll), and the first poll that finds it over frees it; MPI_Finalize
+ * drains what is left (ct_nbc_drain). */
+
+static pthread_mutex_t orphan_lock = PTHREAD_MUTEX_INITIALIZER;
+static ct_nbc_req *orphans;
+static atomic_int orphan_count;
+
+/* Completes and frees r, which is done: its MPI request, then a persistent call's plan
+ * (its handle, which r ran under). */
+static void release_done(ct_nbc_req *r, ct_plan *plan, MPI_Request handle)
+{
+    MPI_Request h = r->borrowed ? handle : r->greq;
+    ct_nbc_collect(r, &h, MPI_STATUS_IGNORE); /* frees r */
+    if (plan)
+        ct_plan_free(plan, &handle);
+}
+
+int ct_nbc_release(ct_nbc_req *r, MPI_Request *request, int *in_flight)
+{
+    ct_plan *plan = r->borrowed ? ct_plan_find(*request) : NULL;
+    *in_flight = !ct_nbc_done(r);
+    if (!*in_flight) {
+        release_done(r, plan, *request);
+        *request = MPI_REQUEST_NULL;
+        return MPI_SUCCESS;
+    }
+    r->orphan_plan = plan;
+    pthread_mutex_lock(&orphan_lock);
+    r->orphan_next = orphans;
+    orphans = r;
+    atomic_fetch_add(&orphan_count, 1);
+    pthread_mutex_unlock(&orphan_lock);
+    *request = MPI_REQUEST_NULL;
+    return MPI_SUCCESS;
+}
+
+/* Frees the orphans that are over; nonzero when one was. */
+static int orphans_collect(void)
+{
+    if (atomic_load(&orphan_count) == 0)
+        return 0;
+    ct_nbc_req *done = NULL;
+    pthread_mutex_lock(&orphan_lock);
+    for (ct_nbc_req **p = &orphans; *p;) {
+        ct_nbc_req *r = *p;
+        if (ct_nbc_done(r)) {
+            *p = r->orphan_next;
+            r->orphan_next = done;
+            done = r;
+            atomic_fetch_sub(&orphan_count, 1);
+        } else {
+            p = &r->orphan_next;
+        }
+    }
+    pthread_mutex_unlock(&orphan_lock);
+    int any = done != NULL;
+    while (done) {
+        ct_nbc_req *r = done;
+        done = r->orphan_next;
+        release_done(r, r->orphan_plan, r->key);
+    }
+    return any;
+}
+
+void ct_nbc_drain(void)
+{
+    while (atomic_load(&orphan_count) > 0) {
+        if (!ct_nbc_poll())
+            sched_yield(); /* the other ranks' parts, or the progress thread's */
+    }
+}
+
+void ct_nbc_poll_orphans(void)
+{
+    if (atomic_load_explicit(&orphan_count, memory_order_relaxed) > 0)
+        ct_nbc_poll();
 }
 
 int ct_nbc_busy(void)
 {
-    return atomic_load(&app_count) > 0 || hook_in_waits();
+    return atomic_load(&app_count) > 0 || atomic_load(&orphan_count) > 0 || hook_in_waits();
 }
 
 int ct_nbc_done(const ct_nbc_req *r)

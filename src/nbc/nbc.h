@@ -32,8 +32,8 @@ int ct_plan_init(const ct_call *c, const ct_vargs *v, const ct_options *opts, in
 ct_plan *ct_plan_find(MPI_Request handle);
 /* MPI_Start: MPI_ERR_REQUEST while the previous start is in flight. */
 int ct_plan_start(ct_plan *p);
-/* MPI_Request_free: the plan and its handle (*handle MPI_REQUEST_NULL); erroneous,
- * and refused, while a start is in flight. */
+/* MPI_Request_free: the plan and its handle (*handle MPI_REQUEST_NULL); while a start
+ * is in flight, once it is over (ct_nbc_release). */
 int ct_plan_free(ct_plan *p, MPI_Request *handle);
 ct_coll ct_plan_coll(const ct_plan *p);
 
@@ -57,9 +57,20 @@ int ct_nbc_collect(ct_nbc_req *r, MPI_Request *request, MPI_Status *status);
 /* The status of a done request r (without freeing it, for the get_status
  * forms); returns the operation's result. */
 int ct_nbc_peek(const ct_nbc_req *r, MPI_Status *status);
-/* MPI_Cancel and MPI_Request_free on a colltune request are erroneous: the
- * error, raised on its communicator; MPI_SUCCESS for another request. */
+/* MPI_Cancel on a colltune request is erroneous: the error, raised on its
+ * communicator; MPI_SUCCESS for another request. */
 int ct_nbc_misuse(MPI_Request request, const char *call);
+/* MPI_Request_free on r, the program's *request (erroneous in MPI while in flight, but
+ * the libraries accept it, and so does colltune): a done r is freed at once; one in
+ * flight (*in_flight set) runs on and is freed by the first poll that finds it over, a
+ * persistent call's plan with it. *request becomes MPI_REQUEST_NULL either way. */
+int ct_nbc_release(ct_nbc_req *r, MPI_Request *request, int *in_flight);
+/* Drives the requests freed in flight until none is left (MPI_Finalize, before MPI
+ * goes: every rank drains, so their parts meet). */
+void ct_nbc_drain(void);
+/* One poll when requests freed in flight are pending (the drop-in's blocking collectives:
+ * a program that freed its request may never call a wait again). */
+void ct_nbc_poll_orphans(void);
 /* Releases what requests freed by MPI held (after a PMPI completion call that
  * may have freed some; MPI_Finalize). */
 void ct_nbc_reap(void);
