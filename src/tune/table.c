@@ -605,9 +605,20 @@ int ct_table_loaded(void)
     return atomic_load(&loaded) > 0;
 }
 
-static double log_distance(double a, double b)
+/* Whether x is at least as near key u as key v in log scale, ties to the smaller key:
+ * for u < v, |log x - log u| <= |log v - log x| is x*x <= u*v, in exact integers (a key or
+ * a size of 0 needs no logarithm: only 0 is nearer 0 than any positive key). The rule of
+ * python/colltune/tune/table.py (nearest), which export-rules uses: both must send every
+ * call to the same entry (tests/python/test_table_lookup.py). 128-bit products: sizes
+ * reach 2^40 and more. */
+static int nearer(long long u, long long v, long long x)
 {
-    return fabs(log((a > 0 ? a : 0.5)) - log((b > 0 ? b : 0.5)));
+    if (u == v)
+        return 1;
+    if (u > v)
+        return !nearer(v, u, x);
+    unsigned __int128 xx = (unsigned __int128)(x > 0 ? x : 0) * (unsigned __int128)(x > 0 ? x : 0);
+    return xx <= (unsigned __int128)u * (unsigned __int128)v;
 }
 
 /* The entry for the call among those of (coll, nonblocking): the nearest
@@ -620,12 +631,7 @@ static const entry *nearest(ct_coll coll, int nonblocking, int comm_size, long l
         const entry *e = &entries[i];
         if (e->coll != (int)coll || e->nonblocking != nonblocking)
             continue;
-        if (best_ranks < 0) {
-            best_ranks = e->ranks;
-            continue;
-        }
-        double d = log_distance(e->ranks, comm_size), db = log_distance(best_ranks, comm_size);
-        if (d < db - 1e-12 || (fabs(d - db) <= 1e-12 && e->ranks < best_ranks))
+        if (best_ranks < 0 || (e->ranks != best_ranks && nearer(e->ranks, best_ranks, comm_size)))
             best_ranks = e->ranks;
     }
     const entry *pick = NULL;
@@ -633,13 +639,7 @@ static const entry *nearest(ct_coll coll, int nonblocking, int comm_size, long l
         const entry *e = &entries[i];
         if (e->coll != (int)coll || e->nonblocking != nonblocking || e->ranks != best_ranks)
             continue;
-        if (!pick) {
-            pick = e;
-            continue;
-        }
-        double d = log_distance((double)e->size, (double)bytes);
-        double dp = log_distance((double)pick->size, (double)bytes);
-        if (d < dp - 1e-12 || (fabs(d - dp) <= 1e-12 && e->size < pick->size))
+        if (!pick || (e->size != pick->size && nearer(e->size, pick->size, bytes)))
             pick = e;
     }
     return pick;
