@@ -928,12 +928,39 @@ static int nonblocking_wants_thread(void)
     return 0;
 }
 
+/* Before MPI starts: whether this node may have a core for the thread. The launcher
+ * says how many ranks share the node (MPICH's and Intel MPI's hydra: MPI_LOCALNRANKS;
+ * Open MPI: OMPI_COMM_WORLD_LOCAL_SIZE); with at least as many ranks as online cores,
+ * auto starts no thread (progress_start finds no free core), so MPI_THREAD_MULTIPLE,
+ * which taxes every MPI call of MPICH by 1-2 us (issue 36), is not asked for. Unknown
+ * counts, and COLLTUNE_PROGRESS_CORES (the user names the cores), keep the thread
+ * possible. */
+static int node_may_have_a_free_core(void)
+{
+    const char *given = getenv("COLLTUNE_PROGRESS_CORES");
+    if (given && *given)
+        return 1;
+    static const char *const local_size[] = {"MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+    for (size_t i = 0; i < sizeof local_size / sizeof *local_size; i++) {
+        const char *v = getenv(local_size[i]);
+        char *end;
+        long ranks = v ? strtol(v, &end, 10) : 0;
+        if (v && *v && *end == '\0' && ranks > 0) {
+            long cores = sysconf(_SC_NPROCESSORS_ONLN);
+            return cores <= 0 || ranks < cores;
+        }
+    }
+    return 1;
+}
+
 /* Before MPI starts: whether a non-blocking choice may want the thread (a forced
  * algorithm, or the table, read without its MPI check, which comes after MPI_Init),
  * so that MPI_THREAD_MULTIPLE, which costs MPICH about a microsecond a call, is
  * asked only then. */
 static int thread_may_be_wanted(void)
 {
+    if (!node_may_have_a_free_core())
+        return 0;
     static const char *const forced[] = {"COLLTUNE_BCAST_ALGORITHM", "COLLTUNE_REDUCE_ALGORITHM",
                                          "COLLTUNE_ALLREDUCE_ALGORITHM",
                                          "COLLTUNE_SCATTER_ALGORITHM",
