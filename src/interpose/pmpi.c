@@ -27,7 +27,8 @@
  * MPI_Init and MPI_Init_thread ask for MPI_THREAD_MULTIPLE and start the
  * progress thread only when a non-blocking choice wants it (a table entry measured
  * with the thread, or an algorithm forced by environment) and the node has a
- * core no rank is bound to (before MPI_Init: fewer ranks on the node than cores); where it has none, the table's choice measured
+ * core no rank is bound to (before MPI_Init: fewer ranks on the node than
+ * cores); where it has none, the table's choice measured
  * without a thread serves the call (COLLTUNE_PROGRESS=auto, the default; on:
  * always a thread; off: neither; COLLTUNE_PROGRESS_CORES: its cores);
  * MPI_Finalize stops it. A table's non-blocking entries (op "ibcast", ...) give
