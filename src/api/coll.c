@@ -110,12 +110,32 @@ typedef struct shm_segment {
     unsigned long long seq;
 } shm_segment;
 
+/* A blocking call's job kept for the next equal call: its memory and schedule, and the
+ * call it served (but its buffers). A call equal to it (same operation, counts,
+ * predefined types and op, root, algorithm and options) reuses the job as it is, without
+ * checks or generation: the fast path. */
+typedef struct job_slot {
+    ct_job job;
+    int fast_ok;              /* call/opts/alg hold the call the job serves as it is */
+    ct_call call;
+    ct_options opts;
+    char alg[64];
+    unsigned long long used;  /* when it last served (the communicator's call count) */
+} job_slot;
+
+/* Jobs kept per communicator: programs alternate collectives (bcast, barrier, bcast, ...;
+ * a reduce and a bcast a step), and with one kept job every call of such a loop paid the
+ * whole preparation (issue 36: 4-6x MPICH's 8-byte time). The least recently used goes. */
+enum { JOB_SLOTS = 4 };
+
 typedef struct comm_state {
     MPI_Comm priv;      /* private duplicate: our messages never meet the app's */
     atomic_int refs;    /* the communicator's attribute and each pending job (ct_job_retain):
                            the state outlives an MPI_Comm_free while a job still runs on it */
     unsigned seq;       /* calls so far, for tags */
-    ct_job job;         /* the blocking calls' job, its memory and schedule kept */
+    job_slot slots[JOB_SLOTS]; /* the blocking calls' jobs */
+    job_slot *current;  /* the slot call_prepare filled last */
+    unsigned long long uses; /* blocking calls so far, for the slots' LRU order */
     int *node_of;       /* the node layout (ct_params.node_of), once a hierarchical
                            algorithm asked for it; NULL before */
     unsigned layout_id;
@@ -123,13 +143,6 @@ typedef struct comm_state {
      * (every rank on one node: the shared-memory algorithms) and its nodes' (one per
      * node of the layout: the shared-memory parts of the hierarchical ones). */
     shm_segment shm, node_shm;
-    /* The fast path of blocking calls: the last one that ran, but its buffers. A call
-     * equal to it (same operation, counts, predefined types and op, root, algorithm and
-     * options) reuses st->job as it is, without checks or generation. */
-    int fast_ok;
-    ct_call fast_call;
-    ct_options fast_opts;
-    char fast_alg[64];
 } comm_state;
 
 static int state_keyval = MPI_KEYVAL_INVALID;
@@ -238,7 +251,8 @@ static void state_unref(comm_state *st, int collective)
             segment_untrack(segs[i], collective);
     if (st->priv != MPI_COMM_NULL)
         PMPI_Comm_free(&st->priv);
-    ct_job_free(&st->job);
+    for (int i = 0; i < JOB_SLOTS; i++)
+        ct_job_free(&st->slots[i].job);
     free(st->node_of);
     free(st);
 }
@@ -412,7 +426,9 @@ static int get_state(MPI_Comm comm, comm_state **out)
         if (!(st = calloc(1, sizeof *st)))
             return MPI_ERR_NO_MEM;
         atomic_init(&st->refs, 1);
-        ct_sched_init(&st->job.sched);
+        for (int i = 0; i < JOB_SLOTS; i++)
+            ct_sched_init(&st->slots[i].job.sched);
+        st->current = &st->slots[0];
         if ((rc = PMPI_Comm_dup(comm, &st->priv)) != MPI_SUCCESS ||
             (rc = PMPI_Comm_set_attr(comm, state_keyval, st)) != MPI_SUCCESS) {
             if (st->priv != MPI_COMM_NULL)
@@ -1583,6 +1599,16 @@ static int not_ours(const ct_call *c, const ct_vargs *v, int native_on_reject, i
     return ct_call_native_v(c, v);
 }
 
+/* The slot a blocking call that found none to reuse takes: the least recently used. */
+static job_slot *victim_slot(comm_state *st)
+{
+    job_slot *v = &st->slots[0];
+    for (int i = 1; i < JOB_SLOTS; i++)
+        if (st->slots[i].used < v->used)
+            v = &st->slots[i];
+    return v;
+}
+
 static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *opts,
                         int native_on_reject, ct_job *job, int *go, const char **ran)
 {
@@ -1746,8 +1772,10 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
         }
     }
     if (!job) {
-        job = &st->job;
-        st->fast_ok = 0; /* the job is this call's from here, whether or not it runs */
+        st->current = victim_slot(st);
+        st->current->fast_ok = 0; /* the job is this call's from here, run or not */
+        st->current->used = ++st->uses;
+        job = &st->current->job;
     }
     job->state = st;
     job->segment = segment;
@@ -1829,35 +1857,44 @@ static int same_name(const char *a, const char *b)
     return a == b || (a && b && !strcmp(a, b));
 }
 
-static int fast_match(const comm_state *st, const ct_call *c, const ct_options *o)
+static int fast_match(const job_slot *slot, const ct_call *c, const ct_options *o)
 {
-    const ct_call *f = &st->fast_call;
-    const ct_options *fo = &st->fast_opts;
-    return st->fast_ok && f->coll == c->coll && f->sendcount == c->sendcount &&
+    const ct_call *f = &slot->call;
+    const ct_options *fo = &slot->opts;
+    return slot->fast_ok && f->coll == c->coll && f->sendcount == c->sendcount &&
            f->recvcount == c->recvcount && f->sendtype == c->sendtype &&
            f->recvtype == c->recvtype && f->op == c->op && f->root == c->root &&
            (f->sendbuf == MPI_IN_PLACE) == (c->sendbuf == MPI_IN_PLACE) &&
-           !strcmp(st->fast_alg, o->algorithm) && fo->has_segsize == o->has_segsize &&
+           !strcmp(slot->alg, o->algorithm) && fo->has_segsize == o->has_segsize &&
            (!o->has_segsize || fo->segsize == o->segsize) && fo->radix == o->radix &&
            same_name(fo->intra, o->intra) && same_name(fo->inter, o->inter);
 }
 
-/* Remembers c, which just ran through the whole path, when the next equal call may
- * skip it: predefined datatypes and op only (a derived type freed and made again
- * may come back under the same handle with another layout). */
-static void fast_remember(comm_state *st, const ct_call *c, const ct_options *o)
+/* The kept job that serves c as it is, or NULL. */
+static job_slot *fast_find(comm_state *st, const ct_call *c, const ct_options *o)
 {
-    st->fast_ok = 0;
-    if (st->job.empty || !o || !o->algorithm || strlen(o->algorithm) >= sizeof st->fast_alg ||
+    for (int i = 0; i < JOB_SLOTS; i++)
+        if (fast_match(&st->slots[i], c, o))
+            return &st->slots[i];
+    return NULL;
+}
+
+/* Remembers c, which just ran through the whole path in slot, when the next equal call
+ * may skip it: predefined datatypes and op only (a derived type freed and made again
+ * may come back under the same handle with another layout). */
+static void fast_remember(job_slot *slot, const ct_call *c, const ct_options *o)
+{
+    slot->fast_ok = 0;
+    if (slot->job.empty || !o || !o->algorithm || strlen(o->algorithm) >= sizeof slot->alg ||
         !fast_kind(c->coll) || !named_type(c->sendtype) || !named_type(c->recvtype) ||
         !(c->op == MPI_OP_NULL || predefined_op(c->op)))
         return;
-    st->fast_call = *c;
-    st->fast_call.request = NULL;
-    st->fast_opts = *o;
-    snprintf(st->fast_alg, sizeof st->fast_alg, "%s", o->algorithm);
-    st->fast_opts.algorithm = st->fast_alg;
-    st->fast_ok = 1;
+    slot->call = *c;
+    slot->call.request = NULL;
+    slot->opts = *o;
+    snprintf(slot->alg, sizeof slot->alg, "%s", o->algorithm);
+    slot->opts.algorithm = slot->alg;
+    slot->fast_ok = 1;
 }
 
 /* colltune's state of comm if it has one (no collective set-up, unlike get_state). */
@@ -1871,9 +1908,8 @@ static comm_state *find_state(MPI_Comm comm)
     return st;
 }
 
-static int run_job(const ct_call *c, comm_state *st)
+static int run_job(const ct_call *c, ct_job *job)
 {
-    ct_job *job = &st->job;
     int rc = MPI_SUCCESS;
     if (!job->empty) {
         rc = ct_exec(&job->sched, &job->x, &job->work);
@@ -1894,26 +1930,29 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
 {
     int go, rc;
     comm_state *st;
+    job_slot *slot;
     if (opts && opts->algorithm && fast_kind(c->coll) && (st = find_state(c->comm)) &&
-        fast_match(st, c, opts)) {
-        ct_job *job = &st->job;
+        (slot = fast_find(st, c, opts))) {
+        ct_job *job = &slot->job;
         *ran = job->alg->info.name;
         if (c->coll != CT_BARRIER) {
             job->x.src = job->params.in_place ? c->recvbuf : (void *)c->sendbuf;
             job->x.dst = c->recvbuf;
         }
+        slot->used = ++st->uses;
         next_call(job, st);
-        return run_job(c, st);
+        return run_job(c, job);
     }
     rc = call_prepare(c, NULL, opts, native_on_reject, NULL, &go, ran);
     if (!go)
         return rc;
     if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
         return rc;
-    if ((rc = run_job(c, st)) == MPI_SUCCESS)
-        fast_remember(st, c, opts);
+    slot = st->current;
+    if ((rc = run_job(c, &slot->job)) == MPI_SUCCESS)
+        fast_remember(slot, c, opts);
     else
-        st->fast_ok = 0;
+        slot->fast_ok = 0;
     return rc;
 }
 
@@ -1929,8 +1968,8 @@ int ct_call_run_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
         return rc;
     if ((rc = get_state(c->comm, &st)) != MPI_SUCCESS)
         return rc;
-    st->fast_ok = 0; /* the job now holds this call */
-    return run_job(c, st);
+    st->current->fast_ok = 0; /* the job now holds this call */
+    return run_job(c, &st->current->job);
 }
 
 /* ---- Public entry points ------------------------------------------------ */

@@ -10,6 +10,8 @@
  * allreduce, allgather and barrier run hierarchically with the shm intra part
  * (each node's segment) and the others flat (the communicator's segment), so
  * the two kinds of segment alternate on one communicator.
+ * Then bcast, allreduce, reduce and barrier alternate on MPI_COMM_WORLD (shm, then
+ * point-to-point algorithms), buffers alternating too: the kept jobs' fast path.
  * With COLLTUNE_MONITOR=count it also checks the monitor's segment bytes: a
  * bcast of B bytes is B written at the root and B read at every other rank.
  *   mpiexec -n N test_shm_mpi [ITERATIONS [hier]]
@@ -130,6 +132,57 @@ int main(int argc, char **argv)
         if (rc != MPI_SUCCESS)
             fail("call failed", it, -1, rc, MPI_SUCCESS);
         calls++;
+    }
+    /* Alternating as programs do (bcast, allreduce, reduce, barrier, bcast, ...), each call
+     * equal to its predecessor four calls back but for its buffers, which alternate between
+     * two sets: every call after the first round reuses a kept job (the fast path, one per
+     * slot of the communicator), with new buffers and new values each time. shm and a
+     * point-to-point algorithm alike. */
+    int *bufs[2][2] = {{a, b}, {b + MAXC / 2, a + MAXC / 2}};
+    static const char *const algs[] = {"shm", "binomial"};
+    for (int ai = 0; ai < 2; ai++) {
+        ct_options o;
+        ct_options_init(&o);
+        o.algorithm = algs[ai];
+        ct_options bar = o;
+        bar.algorithm = ai ? "dissemination" : "shm";
+        ct_options ar = o;
+        ar.algorithm = ai ? "recursive_doubling" : "shm";
+        for (int it = 0; it < iterations / 2; it++) {
+            int *x = bufs[it % 2][0], *y = bufs[it % 2][1], count = 1000, root = n - 1, rc;
+            switch (it % 4) {
+            case 0:
+                for (int i = 0; i < count; i++)
+                    x[i] = rank == root ? val(it, root, i) : -1;
+                rc = ct_bcast(x, count, MPI_INT, root, MPI_COMM_WORLD, &o);
+                for (int i = 0; i < count; i++)
+                    if (x[i] != val(it, root, i))
+                        fail("alternating bcast", it, i, x[i], val(it, root, i));
+                break;
+            case 1:
+            case 2:
+                for (int i = 0; i < count; i++) {
+                    x[i] = val(it, rank, i);
+                    y[i] = -1;
+                }
+                rc = it % 4 == 1 ? ct_allreduce(x, y, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &ar)
+                                 : ct_reduce(x, y, count, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD, &o);
+                for (int i = 0; (it % 4 == 1 || rank == 0) && i < count; i++) {
+                    int sum = 0;
+                    for (int r = 0; r < n; r++)
+                        sum += val(it, r, i);
+                    if (y[i] != sum)
+                        fail("alternating reduction", it, i, y[i], sum);
+                }
+                break;
+            default:
+                rc = ct_barrier(MPI_COMM_WORLD, &bar);
+                break;
+            }
+            if (rc != MPI_SUCCESS)
+                fail("alternating call failed", it, -1, rc, MPI_SUCCESS);
+            calls++;
+        }
     }
     if (ct_monitor_level >= CT_MON_COUNT) {
         unsigned long long w0, r0, w1, r1;
