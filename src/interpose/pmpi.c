@@ -43,6 +43,7 @@
  */
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -339,12 +340,25 @@ static int is_inter(MPI_Comm comm)
     return comm != MPI_COMM_NULL && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter;
 }
 
+/* Whether nothing of colltune's can serve coll: no algorithm forced, no table, and
+ * neither the monitor nor the debug log wants the call seen. Such a call goes to the
+ * library at once: a program that preloads the drop-in and keeps native pays no lookup
+ * (issue 36: 15-50% at 8 B before). */
+static int left_alone(ct_coll coll)
+{
+    pthread_once(&env_once, read_env);
+    return !forced_alg[coll].algorithm && !ct_table_loaded() && !ct_monitor_level &&
+           !log_debug;
+}
+
 static int intercept(const ct_call *c)
 {
+    ct_nbc_poll_orphans();
+    if (left_alone(c->coll))
+        return ct_call_native(c);
     ct_options o;
     int err = MPI_SUCCESS;
     long long bytes = ct_call_bytes(c);
-    ct_nbc_poll_orphans();
     int native = is_inter(c->comm) || choose(c, bytes, &o, &err);
     if (err != MPI_SUCCESS)
         return err;
@@ -931,11 +945,13 @@ static int nonblocking_wants_thread(void)
 
 /* Before MPI starts: whether this node may have a core for the thread. The launcher
  * says how many ranks share the node (MPICH's and Intel MPI's hydra: MPI_LOCALNRANKS;
- * Open MPI: OMPI_COMM_WORLD_LOCAL_SIZE); with at least as many ranks as online cores,
- * auto starts no thread (progress_start finds no free core), so MPI_THREAD_MULTIPLE,
- * which taxes every MPI call of MPICH by 1-2 us (issue 36), is not asked for. Unknown
- * counts, and COLLTUNE_PROGRESS_CORES (the user names the cores), keep the thread
- * possible. */
+ * Open MPI: OMPI_COMM_WORLD_LOCAL_SIZE). With at least as many ranks as online cores,
+ * auto starts no thread (progress_start finds no free core) when the ranks are unbound
+ * (this process may run on every core: so may the others) or, as many as the cores,
+ * each bound to one: then MPI_THREAD_MULTIPLE, which taxes every MPI call of MPICH by
+ * 1-2 us (issue 36), is not asked for. More ranks than cores bound to single cores may
+ * share some and leave others free (taskset), and COLLTUNE_PROGRESS_CORES names cores:
+ * the thread stays possible, as do unknown counts. */
 static int node_may_have_a_free_core(void)
 {
     const char *given = getenv("COLLTUNE_PROGRESS_CORES");
@@ -946,10 +962,14 @@ static int node_may_have_a_free_core(void)
         const char *v = getenv(local_size[i]);
         char *end;
         long ranks = v ? strtol(v, &end, 10) : 0;
-        if (v && *v && *end == '\0' && ranks > 0) {
-            long cores = sysconf(_SC_NPROCESSORS_ONLN);
-            return cores <= 0 || ranks < cores;
-        }
+        if (!v || !*v || *end != '\0' || ranks <= 0)
+            continue;
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        cpu_set_t mine;
+        if (cores <= 0 || ranks < cores || sched_getaffinity(0, sizeof mine, &mine) != 0)
+            return 1;
+        long usable = CPU_COUNT(&mine);
+        return !(usable >= cores || (usable == 1 && ranks == cores));
     }
     return 1;
 }

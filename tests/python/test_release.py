@@ -101,7 +101,8 @@ def test_requests_freed_after_completion_and_in_flight(build, nranks):
                 or nranks == 1 or op in ("gatherv", "scatterv"), (k, op, sorted(ran))
     p = run(build, nranks, "--free", COLLTUNE_LOG="warn", COLLTUNE_PROGRESS="on", **forced(1))
     released(p, nranks, "warn, thread")
-    assert "MPI_Request_free on a collective's request in flight" in p.stderr
+    if nranks > 1:  # alone, a rank's collectives may all be over by the free
+        assert "MPI_Request_free on a collective's request in flight" in p.stderr
     p = run(build, nranks, "--free", **forced(1))  # no COLLTUNE_LOG: nothing said
     released(p, nranks, "quiet")
     assert "warning" not in p.stderr
