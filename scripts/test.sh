@@ -19,9 +19,12 @@ for m in "${mpis[@]}"; do
     if [ $first = 1 ]; then
         ctest --test-dir "build/$m" --output-on-failure --timeout 900 -E '^system_'
     else
-        # The schedule sweep and the model's closed forms run no MPI: once is enough.
+        # The schedule sweep and the model's closed forms run no MPI: once is enough. The
+        # largest cases of the first MPI's run (13 and 16 ranks of large messages, 5 threaded
+        # ranks) add no MPI-specific path here: left out for CI time (issue 37's system-MPI
+        # runs took their place, about 3 minutes).
         ctest --test-dir "build/$m" --output-on-failure --timeout 900 \
-            -E '^(sched_all_algorithms|model_closed_forms|splittree_model|system_.*)$'
+            -E '^(sched_all_algorithms|model_closed_forms|splittree_model|system_.*|(coll|move)_vs_native_np(13|16)_large|threads_vs_native_np5)$'
     fi
     first=0
 done
