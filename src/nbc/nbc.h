@@ -32,8 +32,8 @@ int ct_plan_init(const ct_call *c, const ct_vargs *v, const ct_options *opts, in
 ct_plan *ct_plan_find(MPI_Request handle);
 /* MPI_Start: MPI_ERR_REQUEST while the previous start is in flight. */
 int ct_plan_start(ct_plan *p);
-/* MPI_Request_free: the plan and its handle (*handle MPI_REQUEST_NULL); while a start
- * is in flight, once it is over (ct_nbc_release). */
+/* MPI_Request_free of an idle plan: the plan and its handle (*handle MPI_REQUEST_NULL).
+ * A start not yet completed is ct_nbc_release's, which calls this once it is over. */
 int ct_plan_free(ct_plan *p, MPI_Request *handle);
 ct_coll ct_plan_coll(const ct_plan *p);
 

@@ -138,11 +138,6 @@ int ct_plan_start(ct_plan *p)
 
 int ct_plan_free(ct_plan *p, MPI_Request *handle)
 {
-    ct_nbc_req *r = ct_nbc_find(p->handle);
-    if (r) { /* a start in flight, or over but not yet completed: freed with it */
-        int in_flight;
-        return ct_nbc_release(r, handle, &in_flight);
-    }
     pthread_mutex_lock(&plans_lock);
     ct_plan **at = &plans;
     while (*at && *at != p)

@@ -95,6 +95,27 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, **extra}
 
 
+def nonblocking_algorithms(ops: tuple[str, ...]) -> dict[str, list[str]]:
+    """colltune's algorithms of each operation that may serve a non-blocking call (not
+    native, not the shm family, which serves blocking calls only), from the C registry;
+    empty lists when no build is there."""
+    from colltune.core.mpi import MPIBuild, MPIError
+    try:
+        registry = MPIBuild.select().registry()
+    except MPIError:
+        return {op: [] for op in ops}
+    return {op: [a["name"] for a in registry
+                 if a["coll"] == op and not a["native"] and not a["shared_memory"]]
+            for op in ops}
+
+
+def forced_env(algs: dict[str, list[str]], k: int) -> dict[str, str]:
+    """COLLTUNE_<OP>_ALGORITHM for the k-th algorithm of every operation (cycling through
+    shorter lists)."""
+    return {f"COLLTUNE_{op.upper()}_ALGORITHM": names[k % len(names)]
+            for op, names in algs.items() if names}
+
+
 def run_plain(build: MPIBuild, program: str, nranks: int, *args: str, preload: bool = True,
               timeout: int = 300, export: tuple[str, ...] = (),
               **env: str) -> subprocess.CompletedProcess:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from colltune.core.mpi import MPIBuild, MPIError
-from conftest import run_plain
+from colltune.core.mpi import MPIBuild
+from conftest import forced_env, nonblocking_algorithms, run_plain
 
 OPS = ("bcast", "reduce", "allreduce", "scatter", "gather", "allgather", "alltoall", "barrier",
        "allgatherv", "alltoallv", "gatherv", "scatterv", "reduce_scatter_block",
@@ -32,24 +32,12 @@ LOG = re.compile(r"MPI_([A-Z][a-z_]*) (\d+) bytes -> ([a-z0-9_]+)")
 REFUSED = re.compile(r"refuses MPI_Request_free (?:in flight|after completion) \((\w+)\)")
 
 
-def _algorithms() -> dict[str, list[str]]:
-    """colltune's algorithms of each operation that may serve a non-blocking call."""
-    try:
-        registry = MPIBuild.select().registry()
-    except MPIError:
-        return {op: [] for op in OPS}
-    return {op: [a["name"] for a in registry
-                 if a["coll"] == op and not a["native"] and not a["shared_memory"]]
-            for op in OPS}
-
-
-ALGS = _algorithms()
+ALGS = nonblocking_algorithms(OPS)
 ROUNDS = max((len(v) for v in ALGS.values()), default=0)
 
 
 def forced(k: int) -> dict[str, str]:
-    return {f"COLLTUNE_{op.upper()}_ALGORITHM": ALGS[op][k % len(ALGS[op])]
-            for op in OPS if ALGS[op]}
+    return forced_env(ALGS, k)
 
 
 @pytest.fixture(scope="module")

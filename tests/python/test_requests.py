@@ -21,9 +21,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from colltune.core.mpi import MPIBuild, MPIError, describe_library
+from colltune.core.mpi import MPIBuild, describe_library
 from colltune.tune.tune import build_library
-from conftest import run_plain
+from conftest import forced_env, nonblocking_algorithms, run_plain
 
 NRANKS = (1, 2, 3, 4, 5, 8)
 # The operations the drop-in intercepts in their non-blocking form.
@@ -36,25 +36,14 @@ PENDING = re.compile(r"rank (\d+) pending comms (-?\d+) datatypes (-?\d+) ops (-
 LOG = re.compile(r"MPI_I([a-z]+) \d+ bytes -> ([a-z0-9_]+)")
 
 
-def _algorithms() -> dict[str, list[str]]:
-    """colltune's algorithms of each operation that serve non-blocking calls (the shm family
-    serves blocking calls only, docs/ALGORITHMS.md: test_shm_goes_native)."""
-    try:
-        registry = MPIBuild.select().registry()
-    except MPIError:
-        return {op: [] for op in OPS}
-    return {op: [a["name"] for a in registry
-                 if a["coll"] == op and not a["native"] and not a["shared_memory"]]
-            for op in OPS}
-
-
-ALGS = _algorithms()
+# The shm family serves blocking calls only (docs/ALGORITHMS.md: test_shm_goes_native).
+ALGS = nonblocking_algorithms(OPS)
 ROUNDS = max((len(v) for v in ALGS.values()), default=0)
 
 
 def forced(k: int) -> dict[str, str]:
     """The k-th algorithm of every operation (cycling through shorter lists)."""
-    return {f"COLLTUNE_{op.upper()}_ALGORITHM": ALGS[op][k % len(ALGS[op])] for op in OPS}
+    return forced_env(ALGS, k)
 
 
 @pytest.fixture(scope="module")
