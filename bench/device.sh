@@ -38,6 +38,12 @@
 #                                                   table 2 cases (8 ranks) per strategy, the
 #                                                   grid at NRANKS (16) per strategy and MPI,
 #                                                   then tuned vs native: OUTDIR/tune.tgz
+#   bench/device.sh OUTDIR record [NRANKS]          the benchmark of record (bench/record.sh) at
+#                                                   NRANKS (16) and at 2 ranks, MPICH, Open MPI
+#                                                   and Intel MPI (.whl/impi-min.tgz, made by
+#                                                   bench/pack-intelmpi.sh), colltune preloaded
+#                                                   in both wheels, and copy_bound at 4 MiB:
+#                                                   OUTDIR/record-N.txt, copy-bound-N.txt
 # OUTDIR receives few files (the device tool brings back at most 8): the probe's machine
 # file, XML, log and machine description; the study's log and one study.tgz, rewritten after
 # every run so that a cut-off call keeps what finished. The study's own directory is
@@ -89,6 +95,27 @@ colltune() { # the machine's own python3 has matplotlib; colltune runs from the 
 }
 
 case $part in
+record)
+    n=${1:-16}
+    build_mpi mpich >"$out/build.log" 2>&1
+    build_mpi openmpi >>"$out/build.log" 2>&1
+    if [ ! -x .mpi/intelmpi/bin/mpiexec ] && [ -f .whl/impi-min.tgz ]; then
+        mkdir -p .mpi/intelmpi && tar xzf .whl/impi-min.tgz -C .mpi/intelmpi
+    fi
+    { date -u; uname -a; lscpu; } >"$out/machine.txt" 2>&1
+    all="mpich openmpi intelmpi colltune-default colltune-shm ompi-colltune-default ompi-colltune-shm"
+    log "copy_bound at $n ranks"
+    .mpi/mpich/bin/mpiexec -n "$n" -bind-to core build/mpich/copy_bound 1048576 4194304 \
+        --iters 50 2>&1 | tee "$out/copy-bound-$n.txt"
+    log "record at $n ranks"
+    NP=$n VARIANTS=$all POINTS=${POINTS:-"bcast 8;allreduce 8;barrier 0;bcast 1048576;allreduce 1048576;bcast 4194304"} \
+        bash bench/record.sh "${REPEATS:-2}" "${ITERS:-20000}" 2>&1 | tee "$out/record-$n.txt"
+    log "record at 2 ranks"
+    NP=2 VARIANTS=$all POINTS=${POINTS:-"bcast 8;allreduce 8;barrier 0;bcast 1048576;allreduce 1048576;bcast 4194304"} \
+        bash bench/record.sh "${REPEATS:-2}" "${ITERS:-20000}" 2>&1 | tee "$out/record-2.txt"
+    .mpi/mpich/bin/mpiexec -n 2 -bind-to core build/mpich/copy_bound 1048576 4194304 \
+        --iters 50 2>&1 | tee "$out/copy-bound-2.txt"
+    ;;
 shm)
     # Issue 20's figures at all cores: bench/shm_study.py (shm vs native at 8 B, bcast 4 MiB
     # against the concurrent-copy bound, the per-call overhead), then the section 4 table
