@@ -17,7 +17,8 @@
 #include "window_lock.h"
 #include "colltune.h"
 #include "job.h"
-#include "../tune/table.h"
+#include "../select/select.h"
+#include "../select/table.h"
 
 void ct_options_init(ct_options *opts)
 {
@@ -1630,22 +1631,8 @@ static int call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *o
         (!inter && check_vargs(c, v, rank, size, &why) != MPI_SUCCESS))
         return native_on_reject ? not_ours(c, v, native_on_reject, go) : raise_message(c->comm, why.cls, why.msg);
 
+    /* The algorithm comes chosen (the select layer's, or the caller's): none is native. */
     const char *alg = (opts && opts->algorithm && opts->algorithm[0]) ? opts->algorithm : NULL;
-    ct_options tuned;
-    ct_table_choice choice;
-    if (!alg && ct_table_loaded() && ct_call_same_size_v(c->coll) &&
-        ct_table_lookup(c->coll, size, ct_call_bytes_v(c, v), &choice) == 0) {
-        /* No algorithm asked for: the loaded tuning table's choice (COLLTUNE_TABLE, or
-         * ct_table_use). */
-        if (opts)
-            tuned = *opts;
-        else
-            ct_options_init(&tuned);
-        tuned.algorithm = alg = choice.algorithm;
-        tuned.has_segsize = choice.segsize > 0;
-        tuned.segsize = choice.segsize;
-        opts = &tuned;
-    }
     const ct_registry_entry *e = ct_registry_find(c->coll, alg ? alg : "native");
     if (!e)
         refuse(&why, MPI_ERR_ARG, "unknown %s algorithm '%s'", cname, alg);
@@ -1974,10 +1961,46 @@ int ct_call_run_v(const ct_call *c, const ct_vargs *v, const ct_options *opts,
 
 /* ---- Public entry points ------------------------------------------------ */
 
+const ct_options *ct_call_public_options(const ct_call *c, const ct_vargs *v,
+                                         const ct_options *opts, int thread_running,
+                                         ct_options *chosen, int *err)
+{
+    *err = MPI_SUCCESS;
+    if (opts && opts->algorithm && opts->algorithm[0])
+        return opts; /* the caller's algorithm */
+    int size = 0, inter = 0;
+    if (c->comm == MPI_COMM_NULL || PMPI_Comm_test_inter(c->comm, &inter) != MPI_SUCCESS ||
+        inter || PMPI_Comm_size(c->comm, &size) != MPI_SUCCESS)
+        return opts; /* the engine says what is wrong, or leaves it to MPI */
+    ct_select_query q = {c->coll, c->request ? CT_FORM_NONBLOCKING : CT_FORM_BLOCKING,
+                         c->comm, size, c->op, ct_call_bytes_v(c, v), ct_call_same_size_v(c->coll),
+                         thread_running};
+    ct_choice choice;
+    if (ct_select(&q, &choice, err))
+        return opts; /* native, or *err */
+    /* The caller's other options (radix, hier parts) stay; what it left to the choice
+     * (segment size, split) is the choice's. */
+    if (opts)
+        *chosen = *opts;
+    else
+        ct_options_init(chosen);
+    chosen->algorithm = choice.algorithm->name;
+    if (!chosen->has_segsize) {
+        chosen->has_segsize = choice.has_segsize;
+        chosen->segsize = choice.segsize;
+    }
+    if (chosen->split == CT_SPLIT_AUTO)
+        chosen->split = choice.split;
+    return chosen;
+}
+
 static int run_public(const ct_call *c, const ct_options *opts)
 {
     const char *ran;
-    return ct_call_run(c, opts, 0, &ran);
+    ct_options chosen;
+    int err;
+    opts = ct_call_public_options(c, NULL, opts, 0, &chosen, &err);
+    return err != MPI_SUCCESS ? err : ct_call_run(c, opts, 0, &ran);
 }
 
 int ct_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -2045,7 +2068,10 @@ int ct_barrier(MPI_Comm comm, const ct_options *opts)
 static int run_public_v(const ct_call *c, const ct_vargs *v, const ct_options *opts)
 {
     const char *ran;
-    return ct_call_run_v(c, v, opts, 0, &ran);
+    ct_options chosen;
+    int err;
+    opts = ct_call_public_options(c, v, opts, 0, &chosen, &err);
+    return err != MPI_SUCCESS ? err : ct_call_run_v(c, v, opts, 0, &ran);
 }
 
 int ct_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -2125,11 +2151,7 @@ int ct_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 /* The non-blocking ones without per-rank arrays, through src/nbc as ct_ibcast ... */
 static int start_public_nb(const ct_call *c, const ct_options *opts)
 {
-    const char *ran;
-    if (!c->request)
-        return ct_raise_error(c->comm, MPI_ERR_REQUEST, "%s: no request to return",
-                              ct_coll_name(c->coll));
-    return ct_nbc_start(c, NULL, opts, 0, &ran);
+    return ct_nbc_start_public(c, opts);
 }
 
 int ct_ibarrier(MPI_Comm comm, const ct_options *opts, MPI_Request *request)

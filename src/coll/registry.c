@@ -214,6 +214,12 @@ const ct_registry_entry *ct_registry_find(ct_coll coll, const char *name)
 {
     if (!name)
         return NULL;
+    /* The select layer hands the engine the registry's own string: found by its
+     * address, no string compared (issue 35: a name was resolved three times a call).
+     * The compiler may merge equal literals of several operations: the operation too. */
+    for (int i = 0; i < NENTRIES; i++)
+        if (table[i].info.name == name && table[i].info.coll == coll)
+            return &table[i];
     for (int i = 0; i < NENTRIES; i++)
         if (table[i].info.coll == coll && strcmp(table[i].info.name, name) == 0)
             return &table[i];

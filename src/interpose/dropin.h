@@ -9,18 +9,17 @@
 #include <mpi.h>
 
 #include "api/call.h"
+#include "select/select.h"
 
 #define CT_DROPIN_HIDDEN __attribute__((visibility("hidden")))
 
-/* Fills opts for c (bytes: ct_call_bytes_v); 0 to run colltune, 1 for the
- * library. A bad environment (an unknown forced algorithm, a bad segment size)
- * sets *err, which the call must return. The eight classic operations, and the
- * non-blocking and persistent forms of all, choose in pmpi.c; the others in
- * pmpi_v.c (ct_dropin_choose_v). */
-CT_DROPIN_HIDDEN int ct_dropin_choose(const ct_call *c, const ct_vargs *v, long long bytes,
-                                      ct_options *opts, int *err);
-CT_DROPIN_HIDDEN int ct_dropin_choose_v(const ct_call *c, long long bytes, ct_options *opts,
-                                        int *err);
+/* Fills opts for c (bytes: ct_call_bytes_v) with the select layer's choice
+ * (src/select/select.h: forced > table > native) for the call's form; 0 to run
+ * colltune, 1 for the library. A bad environment (an unknown forced algorithm, a
+ * bad segment size) sets *err, which the call must return: the same message for
+ * every form of the operation. */
+CT_DROPIN_HIDDEN int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form,
+                                      long long bytes, ct_options *opts, int *err);
 
 /* "Bcast", "Reduce_scatter_block", ... as in the MPI function names. */
 CT_DROPIN_HIDDEN const char *ct_dropin_mpi_name(ct_coll coll);

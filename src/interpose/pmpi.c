@@ -55,258 +55,32 @@
 #include "dropin.h"
 #include "monitor/monitor.h"
 #include "nbc/nbc.h"
-#include "tune/table.h"
+#include "select/select.h"
+#include "select/table.h"
 
-typedef struct forced {
-    const char *algorithm; /* NULL: not forced */
-    int invalid;           /* the name given is not in the registry */
-} forced;
-
-static pthread_once_t env_once = PTHREAD_ONCE_INIT;
-static forced forced_alg[CT_NCOLL];
-static long long env_segsize;
-static const char *env_segsize_invalid; /* the bad text, if any */
-static int log_debug;
-static int log_warn; /* COLLTUNE_LOG=warn or debug: what a program did that MPI calls erroneous */
-static int env_split = CT_SPLIT_AUTO;
-static int env_split_given; /* COLLTUNE_SPLIT=S overrides the table's split level */
-
-static void read_env(void)
-{
-    for (int c = 0; c < CT_NCOLL; c++) {
-        char var[64];
-        snprintf(var, sizeof var, "COLLTUNE_%.15s_ALGORITHM", ct_dropin_upper_name((ct_coll)c));
-        const char *v = getenv(var);
-        if (v && *v) {
-            forced_alg[c].algorithm = v;
-            forced_alg[c].invalid = ct_algorithm_find((ct_coll)c, v) == NULL;
-        }
-    }
-    /* COLLTUNE_SEGSIZE: bytes, with the units `colltune bench --segsize` takes (B, K/KiB,
-     * M/MiB, G/GiB, any case), from 1 B to 1 GiB; anything else is refused, never clamped
-     * (env_segsize -1: not a size, -2: out of range). */
-    const char *seg = getenv("COLLTUNE_SEGSIZE");
-    if (seg && *seg) {
-        static const struct {
-            const char *unit;
-            long long scale;
-        } units[] = {{"", 1},          {"b", 1},          {"k", 1LL << 10}, {"kb", 1LL << 10},
-                     {"kib", 1LL << 10}, {"m", 1LL << 20}, {"mb", 1LL << 20}, {"mib", 1LL << 20},
-                     {"g", 1LL << 30}, {"gb", 1LL << 30}, {"gib", 1LL << 30}};
-        const char *p = seg;
-        while (*p == ' ')
-            p++;
-        long long digits = 0, value = 0;
-        for (; *p >= '0' && *p <= '9'; p++, digits++)
-            if (value <= (1LL << 40)) /* past any allowed size: stays out of range */
-                value = value * 10 + (*p - '0');
-        char unit[8] = "";
-        size_t u = 0;
-        for (; ((*p | 0x20) >= 'a' && (*p | 0x20) <= 'z') && u < sizeof unit - 1; p++)
-            unit[u++] = (char)(*p | 0x20);
-        unit[u] = '\0';
-        while (*p == ' ')
-            p++;
-        long long scale = 0;
-        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-            if (!strcmp(unit, units[i].unit))
-                scale = units[i].scale;
-        if (!digits || !scale || *p) {
-            env_segsize = -1;
-            env_segsize_invalid = seg;
-        } else if (value < 1 || value > (1LL << 30) / scale) {
-            env_segsize = -2;
-            env_segsize_invalid = seg;
-        } else {
-            env_segsize = value * scale;
-        }
-    }
-    const char *split = getenv("COLLTUNE_SPLIT");
-    if (split && *split && strcmp(split, "auto") != 0) {
-        char *end;
-        long v = strtol(split, &end, 10);
-        if (*end == '\0' && v >= 0 && v < 64) {
-            env_split = (int)v;
-            env_split_given = 1;
-        } else {
-            fprintf(stderr, "colltune: COLLTUNE_SPLIT='%s' is neither 'auto' nor a number of "
-                            "levels; using auto\n", split);
-        }
-    }
-    const char *log = getenv("COLLTUNE_LOG");
-    log_debug = log && strcmp(log, "debug") == 0;
-    log_warn = log_debug || (log && strcmp(log, "warn") == 0);
-    const char *table = getenv("COLLTUNE_TABLE");
-    char why[512];
-    if (table && *table && ct_table_load(table, why, sizeof why) != 0) {
-        ct_table_unload(); /* the unchecked look before MPI_Init may have loaded it */
-        int rank = 0;
-        PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
-        if (rank == 0) /* once, not once per rank */
-            fprintf(stderr, "colltune: COLLTUNE_TABLE not used: %s; every call goes native\n",
-                    why);
-    }
-}
-
-/* "binomial, chain, ..." for the error message of an unknown name. */
-static void valid_names(ct_coll coll, char *buf, size_t len)
-{
-    size_t used = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < ct_algorithm_count(); i++) {
-        const ct_algorithm_info *a = ct_algorithm_get(i);
-        if (a->coll == coll && used < len)
-            used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? ", " : "", a->name);
-    }
-}
-
-/* A bad setting in the environment: said on stderr (the user may not check
- * return codes) and raised as MPI_ERR_ARG with the same text. The setting fails
- * every call of its operation, and a program going on under MPI_ERRORS_RETURN
- * makes many: each text gets one error code (MPICH 5.0.2 crashes after some
- * 2000 made with MPI_Add_error_code) and is said once. */
-static int env_error(MPI_Comm comm, const char *msg)
-{
-    static struct {
-        char msg[MPI_MAX_ERROR_STRING];
-        int code;
-    } made[CT_NCOLL + 1]; /* an unknown algorithm per operation, a bad segment size */
-    static int nmade;
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    int code = MPI_ERR_ARG, i;
-    pthread_mutex_lock(&lock);
-    for (i = 0; i < nmade && strcmp(made[i].msg, msg) != 0; i++)
-        ;
-    if (i < nmade) {
-        code = made[i].code;
-    } else {
-        /* A fatal handler (the default) prints the message itself as it aborts: said once. */
-        MPI_Errhandler eh = MPI_ERRHANDLER_NULL;
-        int fatal = PMPI_Comm_get_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm,
-                                             &eh) == MPI_SUCCESS &&
-                    eh == MPI_ERRORS_ARE_FATAL;
-#if MPI_VERSION >= 4
-        fatal = fatal || eh == MPI_ERRORS_ABORT;
-#endif
-        if (eh != MPI_ERRHANDLER_NULL)
-            PMPI_Errhandler_free(&eh);
-        if (!fatal)
-            fprintf(stderr, "%s\n", msg);
-        if (nmade < (int)(sizeof made / sizeof made[0]) &&
-            MPI_Add_error_code(MPI_ERR_ARG, &code) == MPI_SUCCESS) {
-            MPI_Add_error_string(code, msg);
-            snprintf(made[nmade].msg, sizeof made[nmade].msg, "%s", msg);
-            made[nmade++].code = code;
-        } else {
-            code = MPI_ERR_ARG;
-        }
-    }
-    pthread_mutex_unlock(&lock);
-    MPI_Comm_call_errhandler(comm == MPI_COMM_NULL ? MPI_COMM_WORLD : comm, code);
-    return code;
-}
-
-static int unknown_algorithm(ct_coll coll, MPI_Comm comm)
-{
-    char names[512], msg[MPI_MAX_ERROR_STRING];
-    valid_names(coll, names, sizeof names);
-    int n = snprintf(msg, sizeof msg,
-                     "colltune: COLLTUNE_%s_ALGORITHM='%s' is not %s %s algorithm; valid: %s",
-                     ct_dropin_upper_name(coll), forced_alg[coll].algorithm,
-                     strchr("aeiou", ct_coll_name(coll)[0]) ? "an" : "a", ct_coll_name(coll),
-                     names);
-    if (n < 0)
-        return MPI_ERR_ARG;
-    return env_error(comm, msg); /* a very long name is cut: still the right message */
-}
-
-/* Fills opts for this call; returns 0 to run colltune, 1 for native. A bad
- * environment sets *err (and the call must return it). */
-static int choose(const ct_call *c, long long bytes, ct_options *opts, int *err)
-{
-    ct_coll coll = c->coll;
-    MPI_Comm comm = c->comm;
-    pthread_once(&env_once, read_env);
-    ct_options_init(opts);
-    opts->split = env_split;
-    *err = MPI_SUCCESS;
-    if (forced_alg[coll].algorithm) {
-        if (forced_alg[coll].invalid) {
-            *err = unknown_algorithm(coll, comm);
-            return 1;
-        }
-        opts->algorithm = forced_alg[coll].algorithm;
-        if (env_segsize_invalid) {
-            char msg[MPI_MAX_ERROR_STRING];
-            int n = snprintf(msg, sizeof msg, "colltune: COLLTUNE_SEGSIZE='%.64s' %s",
-                             env_segsize_invalid,
-                             env_segsize == -2
-                                 ? "is out of range: allowed 1 B to 1 GiB"
-                                 : "is not a size: a whole number of bytes with an optional "
-                                   "unit B, K/KiB, M/MiB, G/GiB (e.g. 64K)");
-            *err = n < 0 ? MPI_ERR_ARG : env_error(comm, msg);
-            return 1;
-        }
-        /* An algorithm that needs a commutative operation, given one that is not: native
-         * runs instead, and the process says so once per operation. */
-        const ct_algorithm_info *info = ct_algorithm_find(coll, opts->algorithm);
-        int commutative = 1;
-        if (info && (info->flags & CT_ALG_NEEDS_COMMUTE) &&
-            (coll == CT_REDUCE || coll == CT_ALLREDUCE) && c->op != MPI_OP_NULL &&
-            PMPI_Op_commutative(c->op, &commutative) == MPI_SUCCESS && !commutative) {
-            static int said[CT_NCOLL];
-            if (!__atomic_exchange_n(&said[coll], 1, __ATOMIC_RELAXED)) {
-                char name[24]; /* MPI_Allreduce, MPI_Iallreduce, ... */
-                snprintf(name, sizeof name, c->request ? "MPI_I%s" : "MPI_%s",
-                         c->request ? ct_coll_name(coll) : ct_dropin_mpi_name(coll));
-                fprintf(stderr,
-                        "colltune: COLLTUNE_%s_ALGORITHM=%s needs a commutative operation and "
-                        "this %s has one that is not: native %s ran instead (said once per "
-                        "process)\n",
-                        ct_dropin_upper_name(coll), opts->algorithm, name, name);
-            }
-            return 1;
-        }
-        if (env_segsize > 0) {
-            opts->has_segsize = 1;
-            opts->segsize = env_segsize;
-        }
-        return 0;
-    }
-    ct_table_choice choice;
-    int size = 0;
-    if (comm == MPI_COMM_NULL || PMPI_Comm_size(comm, &size) != MPI_SUCCESS)
-        return 1;
-    if (c->request) {
-        ct_progress_info info;
-        ct_progress_query(&info);
-        if (ct_table_lookup_nonblocking(coll, size, bytes, info.running, &choice) != 0)
-            return 1;
-        if (!env_split_given)
-            opts->split = choice.split;
-    } else if (ct_table_lookup(coll, size, bytes, &choice) != 0) {
-        return 1;
-    }
-    opts->algorithm = choice.algorithm;
-    opts->has_segsize = choice.segsize > 0;
-    opts->segsize = choice.segsize;
-    return 0;
-}
-
-/* dropin.h */
-int ct_dropin_choose(const ct_call *c, const ct_vargs *v, long long bytes, ct_options *opts,
-                     int *err)
+/* dropin.h: every operation and call form asks the select layer (src/select). */
+int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form, long long bytes,
+                     ct_options *opts, int *err)
 {
     (void)v;
-    if (c->coll <= CT_BARRIER)
-        return choose(c, bytes, opts, err);
-    return ct_dropin_choose_v(c, bytes, opts, err);
+    ct_select_query q = {c->coll, form, c->comm, ct_dropin_comm_size(c->comm), c->op, bytes,
+                         ct_call_same_size_v(c->coll), 0};
+    if (form != CT_FORM_BLOCKING) {
+        ct_progress_info info;
+        ct_progress_query(&info);
+        q.thread_running = info.running;
+    }
+    ct_choice choice;
+    int native = ct_select(&q, &choice, err);
+    if (!native)
+        ct_choice_options(&choice, opts);
+    return native;
 }
 
 static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *ran,
                      const ct_options *opts, int nonblocking)
 {
-    if (!log_debug)
+    if (ct_select_log_level() < CT_LOG_DEBUG)
         return;
     int rank = -1, size = 0;
     if (comm != MPI_COMM_NULL) {
@@ -346,9 +120,8 @@ static int is_inter(MPI_Comm comm)
  * (issue 36: 15-50% at 8 B before). */
 static int left_alone(ct_coll coll)
 {
-    pthread_once(&env_once, read_env);
-    return !forced_alg[coll].algorithm && !ct_table_loaded() && !ct_monitor_level &&
-           !log_debug;
+    return !ct_select_may_serve(coll) && !ct_monitor_level &&
+           ct_select_log_level() < CT_LOG_DEBUG;
 }
 
 static int intercept(const ct_call *c)
@@ -359,7 +132,9 @@ static int intercept(const ct_call *c)
     ct_options o;
     int err = MPI_SUCCESS;
     long long bytes = ct_call_bytes(c);
-    int native = is_inter(c->comm) || choose(c, bytes, &o, &err);
+    int native = is_inter(c->comm) ||
+                 ct_dropin_choose(c, NULL, c->request ? CT_FORM_NONBLOCKING : CT_FORM_BLOCKING,
+                                  bytes, &o, &err);
     if (err != MPI_SUCCESS)
         return err;
     const char *ran = "native";
@@ -851,7 +626,7 @@ int MPI_Request_free(MPI_Request *request)
     ct_nbc_req *r = request ? ct_nbc_find(*request) : NULL;
     if (r) {
         int in_flight = 0, rc = ct_nbc_release(r, request, &in_flight);
-        if (in_flight && log_warn)
+        if (in_flight && ct_select_log_level() >= CT_LOG_WARN)
             fprintf(stderr, "colltune: warning: MPI_Request_free on a collective's request "
                             "in flight (erroneous in MPI): it completes in the background\n");
         return rc;
@@ -934,11 +709,11 @@ static int nonblocking_wants_thread(void)
 {
     static const ct_coll nonblocking[] = {CT_BCAST, CT_REDUCE, CT_ALLREDUCE, CT_SCATTER,
                                           CT_GATHER};
-    pthread_once(&env_once, read_env);
+    (void)ct_select_log_level(); /* the environment read once: the table checked and loaded */
     if (ct_table_wants_progress())
         return 1;
     for (size_t i = 0; i < sizeof nonblocking / sizeof *nonblocking; i++)
-        if (forced_alg[nonblocking[i]].algorithm && !forced_alg[nonblocking[i]].invalid)
+        if (ct_select_forced(nonblocking[i]))
             return 1;
     return 0;
 }

@@ -31,15 +31,9 @@
 
 #if CT_HAVE_PERSISTENT_COLL
 
-static int log_debug = -1;
-
 static void log_init(const ct_call *c, long long bytes, const char *ran)
 {
-    if (log_debug < 0) {
-        const char *log = getenv("COLLTUNE_LOG");
-        log_debug = log && strcmp(log, "debug") == 0;
-    }
-    if (!log_debug)
+    if (ct_select_log_level() < CT_LOG_DEBUG)
         return;
     int rank = -1, size = 0;
     if (c->comm != MPI_COMM_NULL) {
@@ -68,7 +62,7 @@ static int plan(const ct_call *c, const ct_vargs *v, int *native)
         *native = 1;
         return MPI_SUCCESS;
     }
-    if (ct_dropin_choose(c, v, bytes, &o, &err)) {
+    if (ct_dropin_choose(c, v, CT_FORM_PERSISTENT, bytes, &o, &err)) {
         *native = err == MPI_SUCCESS;
         return err;
     }

@@ -37,6 +37,7 @@
 
 #include "../api/job.h"
 #include "../model/splittree.h"
+#include "../select/select.h"
 #include "../monitor/monitor.h"
 
 #ifdef CT_HAVE_HWLOC
@@ -973,6 +974,28 @@ static void req_drop(ct_nbc_req *r)
     req_free(r);
 }
 
+/* COLLTUNE_LOG=debug: what a started call runs, whichever door it came in by (the
+ * drop-in's MPI_I* and MPI_Start, the public ct_i*): the same call under the same table
+ * and environment must say the same (tests/python/test_select.py). */
+static void log_start(const ct_nbc_req *r, ct_coll coll, MPI_Comm comm, const ct_options *opts)
+{
+    int rank = -1, size = 0;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    char split[16] = "model", line[256];
+    if (opts && opts->split != CT_SPLIT_AUTO)
+        snprintf(split, sizeof split, "%d", opts->split);
+    int n = snprintf(line, sizeof line,
+                     "colltune: rank %d/%d %s started: %s segsize %lld split %s thread %s\n",
+                     rank, size, ct_coll_name(coll), r->job->alg->info.name,
+                     opts && opts->has_segsize ? opts->segsize : 0LL, split,
+                     r->has_upper ? "yes" : "no");
+    if (n > 0 && n < (int)sizeof line) {
+        ssize_t w = write(2, line, (size_t)n); /* one write: the ranks' lines do not mix */
+        (void)w;
+    }
+}
+
 /* Which side runs what: everything in the waits without the thread; else the
  * thread's part and, for a tree cut at S levels, the application's. */
 static int assign_parts(ct_nbc_req *r, ct_coll coll, const ct_options *opts, int threaded)
@@ -1015,6 +1038,8 @@ static int launch(ct_nbc_req *r, ct_coll coll, MPI_Comm comm, const ct_options *
     }
     r->has_upper = r->thread_sched != NULL;
     r->has_lower = r->app_sched != NULL;
+    if (ct_select_log_level() >= CT_LOG_DEBUG)
+        log_start(r, coll, comm, opts);
     if ((rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, &r->greq)) !=
         MPI_SUCCESS) {
         req_drop(r);
@@ -1148,13 +1173,23 @@ static int app_part(ct_nbc_req *r)
 
 /* ---- Public entry points ------------------------------------------------ */
 
-static int start_public(const ct_call *c, const ct_options *opts)
+int ct_nbc_start_public(const ct_call *c, const ct_options *opts)
 {
     const char *ran;
     if (!c->request)
         return ct_raise_error(c->comm, MPI_ERR_REQUEST, "%s: no request to return",
                               ct_coll_name(c->coll));
-    return ct_nbc_start(c, NULL, opts, 0, &ran);
+    ct_progress_info info;
+    ct_progress_query(&info);
+    ct_options chosen;
+    int err;
+    opts = ct_call_public_options(c, NULL, opts, info.running, &chosen, &err);
+    return err != MPI_SUCCESS ? err : ct_nbc_start(c, NULL, opts, 0, &ran);
+}
+
+static int start_public(const ct_call *c, const ct_options *opts)
+{
+    return ct_nbc_start_public(c, opts);
 }
 
 int ct_ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,

@@ -1,4 +1,4 @@
-"""One table lookup rule (issue 35): the C library's (src/tune/table.c, what the drop-in and
+"""One table lookup rule (issue 35): the C library's (src/select/table.c, what the drop-in and
 the public API run) against Python's (colltune.tune.table.lookup, what export-rules writes into
 Open MPI's and MPICH's rule files), on generated tables whose keys include 0 and 8 and sizes
 0, 1 and 2, for every operation and call form. Both must send every call to the same entry:

@@ -1,6 +1,6 @@
 """The tuning table (colltune-table, schema version 1, docs/TABLE.md): a validator that
 names the file, the field and the reason, an atomic writer, and the lookup rule that the
-drop-in's C code (src/tune/table.c) applies too."""
+drop-in's C code (src/select/table.c) applies too."""
 
 from __future__ import annotations
 

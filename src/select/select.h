@@ -1,0 +1,74 @@
+/*
+ * The one place that decides what runs a collective call: forced by the environment
+ * (COLLTUNE_<OP>_ALGORITHM, COLLTUNE_SEGSIZE, COLLTUNE_SPLIT), else the loaded tuning
+ * table (table.h), else the MPI library's own collective. The public API
+ * (src/api, src/nbc) and the drop-in (src/interpose) both ask ct_select, for every
+ * operation and call form, and hand its choice to the engine: the same call under the
+ * same table and environment runs the same algorithm, split and segment size whichever
+ * door it came through, and a bad setting gives one message for every form.
+ * Internal to colltune; layer: above coll (the registry) and below the engine (api).
+ */
+#ifndef CT_SELECT_H
+#define CT_SELECT_H
+
+#include "colltune.h"
+
+/* How the program called: MPI_Bcast, MPI_Ibcast or MPI_Bcast_init (the public API's
+ * ct_ibcast is non-blocking). The non-blocking and persistent forms look up the table's
+ * non-blocking entries (op "ibcast", ...) where it has some for the operation. */
+typedef enum { CT_FORM_BLOCKING, CT_FORM_NONBLOCKING, CT_FORM_PERSISTENT } ct_form;
+
+/* One call as the choice sees it. */
+typedef struct ct_select_query {
+    ct_coll coll;
+    ct_form form;
+    MPI_Comm comm;
+    int comm_size;      /* the communicator's ranks (the table's key) */
+    MPI_Op op;          /* MPI_OP_NULL where the operation has none */
+    long long bytes;    /* ct_call_bytes_v: the table's other key */
+    int sizes_agree;    /* every rank knows the same bytes (not gatherv, scatterv,
+                           alltoallv): only then may a size-keyed table choose */
+    int thread_running; /* the progress thread runs (non-blocking table entries) */
+} ct_select_query;
+
+/* What runs the call: a registry entry, never a name to look up again. */
+typedef struct ct_choice {
+    const ct_algorithm_info *algorithm; /* NULL: the library's own collective */
+    int has_segsize;
+    long long segsize;   /* bytes, when has_segsize */
+    int split;           /* the split tree's application levels, or CT_SPLIT_AUTO */
+    int progress_thread; /* the table measured this choice with the progress thread */
+    int forced;          /* from COLLTUNE_<OP>_ALGORITHM, not the table */
+} ct_choice;
+
+/* Fills *choice for q. Returns 0 when colltune runs the call, 1 when the library does
+ * (nothing forced and no table entry, the table's winner is native, a forced algorithm
+ * that needs a commutative op given one that is not: said once per operation). A bad
+ * environment (an unknown forced name, a bad COLLTUNE_SEGSIZE) returns 1 with *err set
+ * to the error raised on q->comm (one message and one error code per bad text, for every
+ * call form); *err is MPI_SUCCESS otherwise. */
+int ct_select(const ct_select_query *q, ct_choice *choice, int *err);
+
+/* The choice as the engine's options: the algorithm's registry name (the registry's
+ * own string, which the engine finds by address), segment size, split. */
+void ct_choice_options(const ct_choice *choice, ct_options *opts);
+
+/* Whether anything of colltune's may serve coll: an algorithm forced for it or a table
+ * loaded. Without either a drop-in call goes to the library before any lookup. */
+int ct_select_may_serve(ct_coll coll);
+
+/* The valid algorithm COLLTUNE_<OP>_ALGORITHM forces for coll, or NULL. */
+const ct_algorithm_info *ct_select_forced(ct_coll coll);
+
+/* COLLTUNE_LOG: quiet (nothing but errors), the default (errors and warnings about the
+ * setting), warn (also what a program did that MPI calls erroneous), debug (also a line
+ * per intercepted call). */
+enum { CT_LOG_QUIET = -1, CT_LOG_DEFAULT = 0, CT_LOG_WARN = 1, CT_LOG_DEBUG = 2 };
+int ct_select_log_level(void);
+
+/* "Bcast", "Reduce_scatter_block", ... as in the MPI function names, and "BCAST",
+ * "REDUCE_SCATTER_BLOCK", ... as in COLLTUNE_<OP>_ALGORITHM. */
+const char *ct_select_mpi_name(ct_coll coll);
+const char *ct_select_upper_name(ct_coll coll);
+
+#endif
