@@ -13,7 +13,6 @@
 #include "../coll/registry.h"
 #include "../sched/exec.h"
 #include "call.h"
-#include "../nbc/nbc.h"
 #include "window_lock.h"
 #include "colltune.h"
 #include "job.h"
@@ -2146,44 +2145,6 @@ int ct_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
     ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
                  NULL};
     return run_public(&c, opts);
-}
-
-/* The non-blocking ones without per-rank arrays, through src/nbc as ct_ibcast ... */
-static int start_public_nb(const ct_call *c, const ct_options *opts)
-{
-    return ct_nbc_start_public(c, opts);
-}
-
-int ct_ibarrier(MPI_Comm comm, const ct_options *opts, MPI_Request *request)
-{
-    ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
-                 MPI_OP_NULL, 0,    comm, request};
-    return start_public_nb(&c, opts);
-}
-
-int ct_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
-                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                             const ct_options *opts, MPI_Request *request)
-{
-    ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
-                 datatype, op, 0, comm, request};
-    return start_public_nb(&c, opts);
-}
-
-int ct_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-             MPI_Comm comm, const ct_options *opts, MPI_Request *request)
-{
-    ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
-                 request};
-    return start_public_nb(&c, opts);
-}
-
-int ct_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               MPI_Comm comm, const ct_options *opts, MPI_Request *request)
-{
-    ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
-                 request};
-    return start_public_nb(&c, opts);
 }
 
 int ct_table_use(const char *path, char *why, int len)

@@ -12,6 +12,11 @@ typedef struct ct_registry_entry {
 
 const ct_registry_entry *ct_registry_find(ct_coll coll, const char *name);
 
+/* Generates the schedule of p->rank for algorithm alg of collective p->coll.
+ * Returns 0, or -1 when the algorithm does not exist or is native. (Declared with
+ * the registry that defines it: the schedule layer below knows no algorithm.) */
+int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s);
+
 /* The parts of coll's hierarchical algorithm (see ct_options.intra / .inter in
  * colltune.h): resolves NULL or empty names to the defaults and checks the
  * others. On success *intra_out / *inter_out are the registry's own name

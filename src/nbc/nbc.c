@@ -1233,3 +1233,36 @@ int ct_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
                  MPI_OP_NULL, root, comm, request};
     return start_public(&c, opts);
 }
+
+/* The non-blocking ones without per-rank arrays. */
+int ct_ibarrier(MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL,
+                 MPI_OP_NULL, 0,    comm, request};
+    return start_public(&c, opts);
+}
+
+int ct_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
+                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                             const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
+                 datatype, op, 0, comm, request};
+    return start_public(&c, opts);
+}
+
+int ct_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+             MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 request};
+    return start_public(&c, opts);
+}
+
+int ct_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+               MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 request};
+    return start_public(&c, opts);
+}

@@ -186,10 +186,6 @@ static inline int ct_sched_round_len(const ct_sched *s, int r)
     return end - s->round_start[r];
 }
 
-/* Generates the schedule of p->rank for algorithm alg of collective p->coll.
- * Returns 0, or -1 when the algorithm does not exist or is native. */
-int ct_sched_generate(const char *alg, const ct_params *p, ct_sched *s);
-
 /* Elements per segment for a byte segment size (at least one element). */
 size_t ct_segcount_for(long long segsize_bytes, size_t type_size);
 

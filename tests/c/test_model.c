@@ -22,6 +22,7 @@
 
 #include "colltune.h"
 #include "model/model.h"
+#include "coll/registry.h"
 
 static int failures;
 
