@@ -1,0 +1,120 @@
+/*
+ * What the engine's files share (src/api: errors.c, state.c, handles.c, checks.c, setup.c,
+ * prepare.c, run.c, public.c): the per-communicator state and the steps of a call.
+ * Internal to libcolltune (hidden from its users).
+ */
+#ifndef CT_API_ENGINE_H
+#define CT_API_ENGINE_H
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "../coll/registry.h"
+#include "../sched/exec.h"
+#include "call.h"
+#include "colltune.h"
+#include "job.h"
+
+#define CT_ENGINE_HIDDEN __attribute__((visibility("hidden")))
+
+/* A shared segment: flags (one cache line per rank of the communicator, by its
+ * rank) then data, over a group of ranks that share memory. state 0 before it is
+ * made, 1 ready, -1 refused (the group's ranks do not share memory). */
+enum { FLAG_STRIDE = 64 }; /* one cache line per rank's flag in a shared segment */
+
+typedef struct shm_segment {
+    int state;
+    MPI_Comm comm;
+    MPI_Win win;
+    void *flags, *data;
+    size_t bytes;
+    /* Calls on it so far: the epoch of its flags (each segment its own, so that a
+     * call's "the previous call is done" means the previous call on this segment). */
+    unsigned long long seq;
+} shm_segment;
+
+/* A blocking call's job kept for the next equal call: its memory and schedule, and the
+ * call it served (but its buffers). A call equal to it (same operation, counts,
+ * predefined types and op, root, algorithm and options) reuses the job as it is, without
+ * checks or generation: the fast path. */
+typedef struct job_slot {
+    ct_job job;
+    int fast_ok;              /* call/opts/alg hold the call the job serves as it is */
+    ct_call call;
+    ct_options opts;
+    char alg[64];
+    unsigned long long used;  /* when it last served (the communicator's call count) */
+} job_slot;
+
+/* Jobs kept per communicator: programs alternate collectives (bcast, barrier, bcast, ...;
+ * a reduce and a bcast a step), and with one kept job every call of such a loop paid the
+ * whole preparation (issue 36: 4-6x MPICH's 8-byte time). The least recently used goes. */
+enum { JOB_SLOTS = 4 };
+
+typedef struct comm_state {
+    MPI_Comm priv;      /* private duplicate: our messages never meet the app's */
+    atomic_int refs;    /* the communicator's attribute and each pending job (ct_job_retain):
+                           the state outlives an MPI_Comm_free while a job still runs on it */
+    unsigned seq;       /* calls so far, for tags */
+    job_slot slots[JOB_SLOTS]; /* the blocking calls' jobs */
+    job_slot *current;  /* the slot ct_call_prepare_in filled last */
+    unsigned long long uses; /* blocking calls so far, for the slots' LRU order */
+    int *node_of;       /* the node layout (ct_params.node_of), once a hierarchical
+                           algorithm asked for it; NULL before */
+    unsigned layout_id;
+    /* Shared segments, made on the first call that needs them: the communicator's
+     * (every rank on one node: the shared-memory algorithms) and its nodes' (one per
+     * node of the layout: the shared-memory parts of the hierarchical ones). */
+    shm_segment shm, node_shm;
+} comm_state;
+
+
+/* Why a call is refused: an MPI error class and a message. */
+typedef struct ct_reject {
+    int cls;
+    char msg[MPI_MAX_ERROR_STRING];
+} ct_reject;
+
+/* ---- errors carrying colltune's own message (errors.c) */
+CT_ENGINE_HIDDEN int ct_raise_message(MPI_Comm comm, int errclass, const char *msg);
+CT_ENGINE_HIDDEN void ct_format_message(char *msg, size_t len, const char *fmt, va_list ap);
+
+/* ---- per-communicator state, the node's shared segments, the node layout (state.c) */
+CT_ENGINE_HIDDEN void ct_state_unref(comm_state *st, int collective);
+CT_ENGINE_HIDDEN int ct_segment_setup(comm_state *st, shm_segment *seg, int color, int size, int rank);
+CT_ENGINE_HIDDEN int ct_node_layout(comm_state *st, int size, int rank);
+CT_ENGINE_HIDDEN int ct_comm_state_get(MPI_Comm comm, comm_state **out);
+CT_ENGINE_HIDDEN comm_state *ct_comm_state_find(MPI_Comm comm);
+
+/* ---- handles a pending job keeps alive (handles.c) */
+CT_ENGINE_HIDDEN int ct_predefined_op(MPI_Op op);
+
+/* ---- argument checks (checks.c) */
+CT_ENGINE_HIDDEN int ct_refuse(ct_reject *r, int cls, const char *fmt, ...);
+CT_ENGINE_HIDDEN int ct_coll_rooted(ct_coll c);
+CT_ENGINE_HIDDEN int ct_coll_reduces(ct_coll c);
+CT_ENGINE_HIDDEN void ct_significant_sides(const ct_call *c, int rank, int *send, int *recv);
+CT_ENGINE_HIDDEN int ct_check_vargs(const ct_call *c, const ct_vargs *v, int rank, int size, ct_reject *r);
+CT_ENGINE_HIDDEN int ct_check_args(const ct_call *c, int rank, int size, int inter, int *commutative,
+                      ct_reject *r);
+
+/* ---- byte views and the per-family set-up of a job's schedule (setup.c) */
+CT_ENGINE_HIDDEN int ct_prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry *e,
+                            const ct_params *p);
+CT_ENGINE_HIDDEN void ct_byte_ctx(ct_exec_ctx *x);
+CT_ENGINE_HIDDEN int ct_setup_movement(const ct_call *c, comm_state *cs, ct_job *st, ct_params *p,
+                          const ct_registry_entry *e);
+CT_ENGINE_HIDDEN int ct_grow_vcounts(ct_job *st, int n);
+CT_ENGINE_HIDDEN int ct_setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct_job *st,
+                            ct_params *p, const ct_registry_entry *e);
+CT_ENGINE_HIDDEN void ct_job_next_call(ct_job *job, comm_state *st);
+
+/* ---- the common path of every call (prepare.c) */
+CT_ENGINE_HIDDEN int ct_setup_reduction_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct_job *job,
+                             ct_params *p, const ct_registry_entry *e, const ct_exec_ctx *x);
+
+/* ---- the fast path and the blocking run (run.c) */
+CT_ENGINE_HIDDEN int ct_named_type(MPI_Datatype t);
+
+#endif
