@@ -85,7 +85,6 @@ CT_ENGINE_HIDDEN void ct_state_unref(comm_state *st, int collective);
 CT_ENGINE_HIDDEN int ct_segment_setup(comm_state *st, shm_segment *seg, int color, int size, int rank);
 CT_ENGINE_HIDDEN int ct_node_layout(comm_state *st, int size, int rank);
 CT_ENGINE_HIDDEN int ct_comm_state_get(MPI_Comm comm, comm_state **out);
-CT_ENGINE_HIDDEN comm_state *ct_comm_state_find(MPI_Comm comm);
 
 /* ---- handles a pending job keeps alive (handles.c) */
 CT_ENGINE_HIDDEN int ct_predefined_op(MPI_Op op);
@@ -108,7 +107,6 @@ CT_ENGINE_HIDDEN int ct_setup_movement(const ct_call *c, comm_state *cs, ct_job 
 CT_ENGINE_HIDDEN int ct_grow_vcounts(ct_job *st, int n);
 CT_ENGINE_HIDDEN int ct_setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct_job *st,
                             ct_params *p, const ct_registry_entry *e);
-CT_ENGINE_HIDDEN void ct_job_next_call(ct_job *job, comm_state *st);
 
 /* ---- the common path of every call (prepare.c) */
 CT_ENGINE_HIDDEN int ct_setup_reduction_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct_job *job,
@@ -116,5 +114,30 @@ CT_ENGINE_HIDDEN int ct_setup_reduction_v(const ct_call *c, const ct_vargs *v, c
 
 /* ---- the fast path and the blocking run (run.c) */
 CT_ENGINE_HIDDEN int ct_named_type(MPI_Datatype t);
+
+/* ---- the fast path's small steps, inline: a repeated call pays no call between files */
+
+/* The keyval of colltune's communicator attribute (state.c). */
+CT_ENGINE_HIDDEN extern int ct_state_keyval;
+
+/* colltune's state of comm if it has one (no collective set-up, unlike
+ * ct_comm_state_get). */
+static inline comm_state *ct_comm_state_find(MPI_Comm comm)
+{
+    int flag = 0;
+    comm_state *st = NULL;
+    if (comm == MPI_COMM_NULL || ct_state_keyval == MPI_KEYVAL_INVALID ||
+        PMPI_Comm_get_attr(comm, ct_state_keyval, &st, &flag) != MPI_SUCCESS || !flag)
+        return NULL;
+    return st;
+}
+
+/* A kept job's next call: its tag, and its segment's epoch. */
+static inline void ct_job_next_call(ct_job *job, comm_state *st)
+{
+    job->x.tag = (int)(st->seq++ & 0x7fff);
+    if (job->segment)
+        job->x.epoch = (++((shm_segment *)job->segment)->seq) << 24;
+}
 
 #endif

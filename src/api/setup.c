@@ -488,12 +488,6 @@ int ct_setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct_
 }
 
 /* A new call on a prepared job: its tag, and its epoch on a shared segment. */
-void ct_job_next_call(ct_job *job, comm_state *st)
-{
-    job->x.tag = (int)(st->seq++ & 0x7fff);
-    if (job->segment)
-        job->x.epoch = (++((shm_segment *)job->segment)->seq) << 24;
-}
 
 int ct_job_restart(ct_job *job)
 {

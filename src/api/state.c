@@ -15,7 +15,7 @@
 
 /* ---- Per-communicator state --------------------------------------------- */
 
-static int state_keyval = MPI_KEYVAL_INVALID;
+int ct_state_keyval = MPI_KEYVAL_INVALID;
 static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- Every live segment, freed before MPI finalizes -------------------------------
@@ -279,15 +279,15 @@ int ct_comm_state_get(MPI_Comm comm, comm_state **out)
 {
     int rc, flag;
     pthread_mutex_lock(&keyval_lock);
-    if (state_keyval == MPI_KEYVAL_INVALID)
-        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, state_delete, &state_keyval, NULL);
+    if (ct_state_keyval == MPI_KEYVAL_INVALID)
+        rc = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, state_delete, &ct_state_keyval, NULL);
     else
         rc = MPI_SUCCESS;
     pthread_mutex_unlock(&keyval_lock);
     if (rc != MPI_SUCCESS)
         return rc;
     comm_state *st;
-    if ((rc = PMPI_Comm_get_attr(comm, state_keyval, &st, &flag)) != MPI_SUCCESS)
+    if ((rc = PMPI_Comm_get_attr(comm, ct_state_keyval, &st, &flag)) != MPI_SUCCESS)
         return rc;
     if (!flag) {
         if (!(st = calloc(1, sizeof *st)))
@@ -297,7 +297,7 @@ int ct_comm_state_get(MPI_Comm comm, comm_state **out)
             ct_sched_init(&st->slots[i].job.sched);
         st->current = &st->slots[0];
         if ((rc = PMPI_Comm_dup(comm, &st->priv)) != MPI_SUCCESS ||
-            (rc = PMPI_Comm_set_attr(comm, state_keyval, st)) != MPI_SUCCESS) {
+            (rc = PMPI_Comm_set_attr(comm, ct_state_keyval, st)) != MPI_SUCCESS) {
             if (st->priv != MPI_COMM_NULL)
                 PMPI_Comm_free(&st->priv);
             free(st);
@@ -308,13 +308,3 @@ int ct_comm_state_get(MPI_Comm comm, comm_state **out)
     return MPI_SUCCESS;
 }
 
-/* colltune's state of comm if it has one (no collective set-up, unlike ct_comm_state_get). */
-comm_state *ct_comm_state_find(MPI_Comm comm)
-{
-    int flag = 0;
-    comm_state *st = NULL;
-    if (comm == MPI_COMM_NULL || state_keyval == MPI_KEYVAL_INVALID ||
-        PMPI_Comm_get_attr(comm, state_keyval, &st, &flag) != MPI_SUCCESS || !flag)
-        return NULL;
-    return st;
-}
