@@ -179,7 +179,7 @@ static void outstanding(void)
 }
 
 /* The node's shared segment serves blocking calls only (two calls in flight on one
- * rank could pass its step checks out of order, src/api/coll.c): a non-blocking start
+ * rank could pass its step checks out of order, src/api/prepare.c): a non-blocking start
  * of a shm algorithm is refused with MPI_ERR_ARG and no request. */
 static void shm_refused(ct_coll coll, const char *alg)
 {
