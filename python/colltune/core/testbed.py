@@ -10,7 +10,7 @@ address, link or route. Every object is written to the state file before it is m
 
 MPI jobs start inside the first host (`nsenter`), and reach the others through
 scripts/testbed-rsh.sh, a remote shell that enters a host's namespaces: MPICH's hydra with
-`-launcher rsh -launcher-exec`, Open MPI's PRRTE with `plm_rsh_agent` (mpi.Placement).
+`-launcher rsh -launcher-exec`, Open MPI's PRRTE with `plm_rsh_agent` (core.launch).
 """
 
 from __future__ import annotations
