@@ -210,10 +210,12 @@ def describe_library(library: str) -> dict:
     m = re.search(r"Open MPI v(\S+?),", library)
     if m:
         return {"implementation": "Open MPI", "version": m.group(1), "library": library}
-    # Intel MPI is MPICH-derived but says so only in later lines: its own name first.
-    m = re.search(r"Intel\(R\) MPI Library (\S+)", library)
+    # "Intel(R) MPI Library 2021.13 for Linux* OS". The name is kept as the library writes
+    # it: the drop-in accepts a tuning table only when the table's implementation is part
+    # of this text (src/select's same_mpi), so "Intel MPI" would be refused.
+    m = re.search(r"(Intel\(R\) MPI) Library (\S+)", library)
     if m:
-        return {"implementation": "Intel MPI", "version": m.group(1), "library": library}
+        return {"implementation": m.group(1), "version": m.group(2), "library": library}
     m = re.search(r"MPICH Version:\s*(\S+)", library)
     if m:
         return {"implementation": "MPICH", "version": m.group(1), "library": library}
