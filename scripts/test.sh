@@ -51,8 +51,9 @@ done
 if [ "${mpis[0]}" != system ]; then
     # Intel MPI runs build/mpich's programs and drop-in (MPICH ABI): every algorithm of the
     # eight operations and the v-variants against its native at 2 and 3 ranks, the drop-in
-    # on plain_collectives, bench/tune/verify. About 60 s on the 2-core CI machine, plus
-    # about 20 s to install the wheel the first time.
+    # on plain_collectives, bench/tune/verify. Measured 197 s on the 2-core development VM at
+    # load average 13 (others' tests beside it); its single runs add up to about 60 s on an
+    # idle one. Installing the wheel the first time: about 16 s.
     say "Intel MPI (impi-rt): the C vs-native programs, the drop-in and the CLI under it"
     scripts/setup.sh intelmpi
     .venv/bin/python -m pytest -q tests/python/test_intelmpi.py
