@@ -4,6 +4,8 @@
 #                         sanitizers)
 #   make check-sanitize   only the ASan/UBSan and TSan builds and their tests
 #   MPI=openmpi make run  the main job with Open MPI; MPICC=/path/to/mpicc for a system MPI
+#   MPI=intelmpi make run the main job with Intel MPI (the impi-rt wheel), which runs the
+#                         MPICH build (same ABI)
 MPI ?= mpich
 export MPI
 # Which build the colltune command uses: the system MPI's when MPICC is given.

@@ -69,3 +69,56 @@ def test_layers_inside_and_between_hosts_never_mix():
     assert [la["layer"] for la in layers] == [0, 1, 2]
     one = host_layers(lat, host, tolerance=float("inf"))
     assert [len(la["pairs"]) for la in one] == [2, 4]
+
+
+def test_one_machine_command_lines_per_launcher(monkeypatch):
+    """core.launch: one module per MPI. On this machine (no placement) MPICH binds with
+    -bind-to, Open MPI with --bind-to and --oversubscribe when the ranks do not fit, Intel MPI
+    pins by default and is told I_MPI_PIN 0 when it must not; an unknown launcher gets the
+    bare command."""
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    none = None
+    assert build("mpich", none).launch_command(4, ["p"]) == [
+        "mpiexec", "-n", "4", "-bind-to", "core", "p"]
+    assert build("mpich", none).launch_command(5, ["p"]) == ["mpiexec", "-n", "5", "p"]
+    assert build("openmpi", none).launch_command(2, ["p"], export=("X",)) == [
+        "mpiexec", "-n", "2", "-x", "X", "--bind-to", "core", "--map-by", "core", "p"]
+    assert build("openmpi", none).launch_command(5, ["p"]) == [
+        "mpiexec", "-n", "5", "--oversubscribe", "p"]
+    assert build("intelmpi", none).launch_command(4, ["p"]) == [
+        "mpiexec", "-n", "4", "-genv", "I_MPI_PIN", "1", "-genv", "I_MPI_PIN_DOMAIN", "core",
+        "p"]
+    for n, bind in ((5, True), (2, False)):
+        assert build("intelmpi", none).launch_command(n, ["p"], bind=bind) == [
+            "mpiexec", "-n", str(n), "-genv", "I_MPI_PIN", "0", "p"]
+    assert build("unknown", none).launch_command(2, ["p"]) == ["mpiexec", "-n", "2", "p"]
+    assert build("intelmpi", none).binding_label(4) == "core"
+    assert build("unknown", none).binding_label(4) == "none (unknown launcher)"
+    assert build("mpich", none).launch_env(5)["MPIR_CVAR_CH4_PROGRESS_THROTTLE"] == "1"
+    assert build("openmpi", none).launch_env(5) == {}
+
+
+def test_launchers_are_told_apart_by_their_version_text():
+    from colltune.core.launch import identify
+
+    assert identify("Intel(R) MPI Library for Linux* OS, Version 2021.13 Build 2024") == \
+        "intelmpi"
+    assert identify("HYDRA build details:\n    Version: 5.0.2") == "mpich"
+    assert identify("mpiexec (Open MPI) 5.0.11") == "openmpi"
+    assert identify("something else") == "unknown"
+
+
+def test_intel_mpi_refuses_several_hosts():
+    with pytest.raises(MPIError, match="Intel MPI runs on this machine only"):
+        build("intelmpi", Placement(hosts=["a", "b"], ppn=1)).launch_command(2, ["p"])
+
+
+def test_describe_library_names_each_mpi():
+    from colltune.core.mpi import describe_library
+
+    intel = describe_library("Intel(R) MPI Library 2021.13 for Linux* OS\n")
+    # the drop-in matches a table's implementation inside this text (src/select)
+    assert (intel["implementation"], intel["version"]) == ("Intel(R) MPI", "2021.13")
+    assert describe_library("MPICH Version:      5.0.2\nMPICH Release date")["version"] == \
+        "5.0.2"
+    assert describe_library("Open MPI v5.0.11, package: ...")["implementation"] == "Open MPI"

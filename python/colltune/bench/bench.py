@@ -24,14 +24,16 @@ from ..core.units import human_size
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("algorithms", help="list the algorithm registry")
     p.add_argument("--op", choices=COLLS, help="only this operation's algorithms")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--json", action="store_true", help="print the registry as JSON")
     p.add_argument("--markdown", action="store_true",
                    help="print the registry as the table of docs/ALGORITHMS.md")
     p.set_defaults(func=cmd_algorithms)
 
     p = sub.add_parser("preload", help="print the path of the drop-in library (LD_PRELOAD)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.set_defaults(func=cmd_preload)
 
     p = sub.add_parser("bench", help="OSU-style latency benchmark of a collective")
@@ -45,7 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def bench_arguments(p: argparse.ArgumentParser, max_size: str, iters: int) -> None:
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("-n", "--ranks", type=positive_int, default=os.cpu_count() or 1,
                    help="MPI ranks (default: all cores, one rank per core)")
     p.add_argument("--min", type=byte_size, default=byte_size("8"),

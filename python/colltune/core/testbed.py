@@ -10,7 +10,7 @@ address, link or route. Every object is written to the state file before it is m
 
 MPI jobs start inside the first host (`nsenter`), and reach the others through
 scripts/testbed-rsh.sh, a remote shell that enters a host's namespaces: MPICH's hydra with
-`-launcher rsh -launcher-exec`, Open MPI's PRRTE with `plm_rsh_agent` (mpi.Placement).
+`-launcher rsh -launcher-exec`, Open MPI's PRRTE with `plm_rsh_agent` (core.launch).
 """
 
 from __future__ import annotations
@@ -355,7 +355,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     q.add_argument("--json", action="store_true", help="print the state as JSON")
     q.set_defaults(func=cmd_status)
     q = tsub.add_parser("mpiexec", help="run an MPI program across the hosts")
-    q.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    q.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     q.add_argument("-n", type=int, default=None, help="ranks (default: hosts x ppn)")
     q.add_argument("-ppn", "--ppn", type=int, default=1, help="ranks per host (default 1)")
     q.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S,

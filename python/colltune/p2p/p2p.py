@@ -627,7 +627,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a short run: 2 sizes per octave, fewer samples")
     p.add_argument("--machine", default=None,
                    help="machine.json whose comm_layers choose the pairs (default: cores 0-1)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
     p.add_argument("--max-size", type=_max_size, default=MAX_BYTES,
                    help="largest message (default 16M; e.g. 64K for a short check)")

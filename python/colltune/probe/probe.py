@@ -840,7 +840,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--parts", default=",".join(PARTS),
                    help=f"comma-separated parts to run (default: {','.join(PARTS)})")
     p.add_argument("--cores", default=None, help="cores to probe, e.g. 0-3,8 (default: all)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
     add_host_arguments(p)
     p.set_defaults(func=cmd_probe)

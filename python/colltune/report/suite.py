@@ -370,7 +370,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "factorisations a job)")
     p.add_argument("-o", "--output", default="colltune-suite.json",
                    help="the JSON document of the results (default colltune-suite.json)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
     p.set_defaults(func=cmd_suite)
 

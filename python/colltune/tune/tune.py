@@ -183,7 +183,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the tuning table to write (default colltune-table.json)")
     p.add_argument("--export", default=None, help="also write ompi, ompi-json and/or mpich "
                                                    "rule files (comma list)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: $COLLTUNE_MPI or mpich)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
+                                 "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
     p.add_argument("--force", action="store_true",
                    help="run even when the buffers would not fit in the free memory")

