@@ -362,6 +362,7 @@ static int build_job(prep *q, ct_job *job, const char **ran)
     }
     job->state = st;
     job->segment = q->segment;
+    job->alg = e; /* an empty call (no bytes) too: what the log and errors name */
     job->empty = 0;
     job->unpack_after = 0;
     job->nrepack = 0;

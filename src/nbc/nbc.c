@@ -987,7 +987,8 @@ static void log_start(const ct_nbc_req *r, ct_coll coll, MPI_Comm comm, const ct
         snprintf(split, sizeof split, "%d", opts->split);
     int n = snprintf(line, sizeof line,
                      "colltune: rank %d/%d %s started: %s segsize %lld split %s thread %s\n",
-                     rank, size, ct_coll_name(coll), r->job->alg->info.name,
+                     rank, size, ct_coll_name(coll),
+                     r->job->alg ? r->job->alg->info.name : "?",
                      opts && opts->has_segsize ? opts->segsize : 0LL, split,
                      r->has_upper ? "yes" : "no");
     if (n > 0 && n < (int)sizeof line) {
