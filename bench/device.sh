@@ -44,6 +44,11 @@
 #                                                   bench/pack-intelmpi.sh), colltune preloaded
 #                                                   in both wheels, and copy_bound at 4 MiB:
 #                                                   OUTDIR/record-N.txt, copy-bound-N.txt
+#   bench/device.sh OUTDIR tuners [NRANKS ...]      bench/tuners.sh (mpitune_fast against colltune
+#                                                   tune, then both tables through ct_osu under
+#                                                   Intel MPI) at each NRANKS (16 2), OPS bcast
+#                                                   allreduce, SIZES 8-64K: OUTDIR/tuners-N.txt,
+#                                                   tuners-N.tgz
 # OUTDIR receives few files (the device tool brings back at most 8): the probe's machine
 # file, XML, log and machine description; the study's log and one study.tgz, rewritten after
 # every run so that a cut-off call keeps what finished. The study's own directory is
@@ -95,6 +100,22 @@ colltune() { # the machine's own python3 has matplotlib; colltune runs from the 
 }
 
 case $part in
+tuners)
+    ns=("$@")
+    [ ${#ns[@]} -gt 0 ] || ns=(16 2)
+    build_mpi mpich >"$out/build.log" 2>&1
+    if [ ! -x .mpi/intelmpi/bin/mpitune_fast ] && [ -f .whl/impi-min.tgz ]; then
+        mkdir -p .mpi/intelmpi && tar xzf .whl/impi-min.tgz -C .mpi/intelmpi
+    fi
+    for n in "${ns[@]}"; do
+        log "tuners at $n ranks"
+        NP=$n PY=${PYTHON:-python3} OPS=${OPS:-"bcast allreduce"} SIZES=${SIZES:-8-64K} \
+            POINTS=${POINTS:-8,65536} REPEATS=${REPEATS:-3} ITERS=${ITERS:-500} \
+            timeout "${TUNERS_LIMIT:-300}" bash bench/tuners.sh "/tmp/tuners-$n" 2>&1 \
+            | tee "$out/tuners-$n.txt" || true
+        tar czf "$out/tuners-$n.tgz" -C "/tmp/tuners-$n" .
+    done
+    ;;
 record)
     n=${1:-16}
     build_mpi mpich >"$out/build.log" 2>&1

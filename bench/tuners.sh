@@ -9,7 +9,7 @@
 #      REPEATS times; per point the median over repeats and its spread (min-max).
 # Usage: bench/tuners.sh [OUTDIR]   (scripts/setup.sh intelmpi first)
 #   OPS="bcast allreduce reduce allgather alltoall barrier" SIZES=8-4M POINTS=8,1024,65536
-#   REPEATS=5 ITERS=1000
+#   REPEATS=5 ITERS=1000 NP=2 PY=.venv/bin/python
 # Prints a markdown table (docs/BENCHMARKS.md §26) and leaves everything under OUTDIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,8 @@ OPS=${OPS:-bcast allreduce reduce allgather alltoall barrier}
 SIZES=${SIZES:-8-4M}
 POINTS=${POINTS:-8,1024,65536}
 REPEATS=${REPEATS:-5}
+NP=${NP:-2}                            # ranks on this node, one per core
+PY=${PY:-$ROOT/.venv/bin/python}       # bench/device.sh: the machine's python3
 ITERS=${ITERS:-1000}
 # Intel MPI's environment, as MPIBuild 'intelmpi' sets it (python/colltune/core/mpi.py); the
 # tuner's own mpiexec and IMB-MPI1 are found on PATH.
@@ -50,21 +52,21 @@ mkdir -p "$OUT/mpitune"
 if [ -f "$OUT/mpitune/seconds" ]; then
     say "mpitune_fast: already done in $OUT (its seconds and file are reused)"
 else
-    say "mpitune_fast -c $colls at 1 node x 2 ranks"
+    say "mpitune_fast -c $colls at 1 node x $NP ranks"
     t0=$(now)
     # It writes its message-length list and host file into the current folder.
     (cd "$OUT/mpitune" && "${IENV[@]}" "$I/bin/mpitune_fast" -hosts "$(hostname)" -n 1 \
-        -ppn 2 -c "$colls" -d "$OUT/mpitune/results" >"$OUT/mpitune/log" 2>&1)
+        -ppn "$NP" -c "$colls" -d "$OUT/mpitune/results" >"$OUT/mpitune/log" 2>&1)
     echo "$(now) - $t0" | bc >"$OUT/mpitune/seconds"
 fi
 t_intel=$(cat "$OUT/mpitune/seconds")
 tuned_bin=$(ls "$OUT"/mpitune/results/cluster_merged_*.dat | head -1)
 say "mpitune_fast: ${t_intel} s -> $tuned_bin"
 
-say "colltune tune --strategy exhaustive --ops $colls --ranks 2 --sizes $SIZES"
+say "colltune tune --strategy exhaustive --ops $colls --ranks $NP --sizes $SIZES"
 t0=$(now)
-(cd "$OUT" && COLLTUNE_MPI=intelmpi "$ROOT/.venv/bin/python" -m colltune.cli \
-    tune --strategy exhaustive --ops "$colls" --ranks 2 --sizes "$SIZES" --no-record \
+(cd "$OUT" && COLLTUNE_MPI=intelmpi "$PY" -m colltune.cli \
+    tune --strategy exhaustive --ops "$colls" --ranks "$NP" --sizes "$SIZES" --no-record \
     -o "$OUT/colltune-table.json" >"$OUT/colltune-tune.log" 2>&1)
 t_ct=$(echo "$(now) - $t0" | bc)
 say "colltune tune: ${t_ct} s"
@@ -82,7 +84,7 @@ run_variant() { # variant repeat
                        -genv COLLTUNE_TABLE "$OUT/colltune-table.json") ;;
     esac
     # one rank per core, as MPIBuild 'intelmpi' launches them (core/launch/intelmpi.py)
-    "${IENV[@]}" "$I/bin/mpiexec" -n 2 -genv I_MPI_PIN 1 -genv I_MPI_PIN_DOMAIN core "${env[@]}" \
+    "${IENV[@]}" "$I/bin/mpiexec" -n "$NP" -genv I_MPI_PIN 1 -genv I_MPI_PIN_DOMAIN core "${env[@]}" \
         build/mpich/ct_osu "${osu_args[@]}" --iters "$ITERS" --between mpi \
         | sed "s/^{/{\"variant\": \"$1\", \"repeat\": $2, /" >>"$OUT/osu.jsonl"
 }
@@ -95,18 +97,19 @@ for r in $(seq 1 "$REPEATS"); do
 done
 echo "load after the benchmark: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt" >&2
 
-"$ROOT/.venv/bin/python" - "$OUT" "$t_intel" "$t_ct" <<'EOF'
+"$PY" - "$OUT" "$t_intel" "$t_ct" "$NP" <<'EOF'
 import json, statistics, sys
 from pathlib import Path
 out, t_intel, t_ct = Path(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3])
+nranks = int(sys.argv[4])
 rows = [json.loads(line) for line in (out / "osu.jsonl").read_text().splitlines() if line]
 table = json.loads((out / "colltune-table.json").read_text())
 pick = {(e["op"], e["size_bytes"]): e["algorithm"] for e in table["entries"]
-        if e["ranks"] == 2}
+        if e["ranks"] == nranks}
 cell: dict = {}
 for r in rows:
     cell.setdefault((r["op"], r["size"]), {}).setdefault(r["variant"], []).append(r["avg_us"])
-print(f"tuning seconds, 2 ranks: mpitune_fast {t_intel:.0f} s, colltune tune (exhaustive) "
+print(f"tuning seconds, {nranks} ranks: mpitune_fast {t_intel:.0f} s, colltune tune (exhaustive) "
       f"{t_ct:.0f} s, ratio colltune/mpitune {t_ct / t_intel:.2f}\n")
 print("| op | size | Intel default us | Intel + mpitune_fast us | colltune table us "
       "(its choice) | mpitune/default | colltune/default | colltune/mpitune |")
