@@ -12,5 +12,5 @@ tar czf .whl/impi-min.tgz -C "$I" bin/mpiexec bin/mpiexec.hydra bin/hydra_pmi_pr
     bin/hydra_bstrap_proxy bin/IMB-MPI1 bin/cpuinfo lib/libmpi.so lib/libmpi.so.12 \
     lib/libfabric/libfabric.so.1 lib/libfabric/libfabric.so lib/libfabric/prov/libshm-fi.so \
     lib/libfabric/prov/libtcp-fi.so lib/libfabric/prov/librxm-fi.so \
-    bin/mpitune_fast bin/impi_info bin/impi_cpuinfo opt/mpi/tune_fast etc
+    bin/mpirun bin/mpitune_fast bin/impi_info bin/impi_cpuinfo opt/mpi/tune_fast etc
 ls -la .whl/impi-min.tgz
