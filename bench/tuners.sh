@@ -57,7 +57,7 @@ else
     # It writes its message-length list and host file into the current folder.
     (cd "$OUT/mpitune" && "${IENV[@]}" "$I/bin/mpitune_fast" -hosts "$(hostname)" -n 1 \
         -ppn "$NP" -c "$colls" -d "$OUT/mpitune/results" >"$OUT/mpitune/log" 2>&1)
-    echo "$(now) - $t0" | bc >"$OUT/mpitune/seconds"
+    python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" "$(now)" "$t0" >"$OUT/mpitune/seconds"
 fi
 t_intel=$(cat "$OUT/mpitune/seconds")
 tuned_bin=$(ls "$OUT"/mpitune/results/cluster_merged_*.dat | head -1)
@@ -68,7 +68,7 @@ t0=$(now)
 (cd "$OUT" && COLLTUNE_MPI=intelmpi "$PY" -m colltune.cli \
     tune --strategy exhaustive --ops "$colls" --ranks "$NP" --sizes "$SIZES" --no-record \
     -o "$OUT/colltune-table.json" >"$OUT/colltune-tune.log" 2>&1)
-t_ct=$(echo "$(now) - $t0" | bc)
+t_ct=$(python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" "$(now)" "$t0")
 say "colltune tune: ${t_ct} s"
 echo "load after tuning: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$OUT/machine.txt" >&2
 
