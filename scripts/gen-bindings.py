@@ -302,17 +302,17 @@ def fits_scalars(row: Row) -> list[str]:
 def int_subst(row: Row) -> dict[str, str]:
     """The _c form's arguments as the int form takes them (the arrays' int copies)."""
     s = {p.name: f"(int){p.name}" for p in row.params if p.kind == "count"}
-    for var, name in zip(ARRAY_VARS, row.vargs or []):
+    for var, name in zip(ARRAY_VARS, row.vargs or [], strict=False):
         if name != "NULL":
             s[name] = var
     return s
 
 
-def array_conversion(row: Row) -> tuple[list[str], list[str], str]:
-    """(declarations, the arrays' int copies, the condition that every count fits) of a
-    _c form with per-rank arrays."""
+def array_conversion(row: Row) -> tuple[list[str], list[str]]:
+    """(the declarations, ending with `int fits`: whether every count and displacement
+    fits an int; the names of the arrays' int copies) of a _c form with per-rank arrays."""
     v = row.vargs
-    used = [(var, name) for var, name in zip(ARRAY_VARS, v) if name != "NULL"]
+    used = [(var, name) for var, name in zip(ARRAY_VARS, v, strict=True) if name != "NULL"]
     copies = [var for var, _ in used]
     dl = ["    int n = ct_dropin_comm_size(comm), "
           + ", ".join(f"*{var} = NULL" for var in copies) + ", ret;"]
@@ -337,7 +337,7 @@ def array_conversion(row: Row) -> tuple[list[str], list[str], str]:
         dl.append("    int in_place = sendbuf == MPI_IN_PLACE; /* the send arrays are "
                   "ignored */")
     cond = wrap_and("    int fits = ", terms, ";")
-    return dl + cond, copies, ""
+    return dl + cond, copies
 
 
 def wrap_and(head: str, terms: list, tail: str) -> list[str]:
@@ -384,7 +384,7 @@ def dropin_c(row: Row, form: str) -> list[str]:
     extra = ["MPI_Request *request"] if nb else []
     sig = signature(base + "_c", decls(row, True, extra))
     lib = wrap(f"return P{base}_c(", names(row, extra), ");", 8)
-    counted = (["        ct_dropin_count_native(%s, 0);" % row.coll]
+    counted = ([f"        ct_dropin_count_native({row.coll}, 0);"]
                if row.c_native == "counted" else [])
     if row.vargs is None:
         fits = " || ".join(f"!{t}" for t in fits_scalars(row))
@@ -400,7 +400,7 @@ def dropin_c(row: Row, form: str) -> list[str]:
         body = [f"    ct_dropin_count_native({row.coll}, 0);"]
         body += wrap(f"return P{base}_c(", names(row, extra), ");", 4)
         return fn(sig, body)
-    dl, copies, _ = array_conversion(row)
+    dl, copies = array_conversion(row)
     body = dl + ["    if (!fits) {"] + frees(copies, 8) + counted + lib + ["    }"]
     body += wrap(f"ret = {base}(", names(row, extra, int_subst(row)), ");", 4)
     body += frees(copies, 4) + ["    return ret;"]
@@ -434,7 +434,7 @@ def dropin_init_c(row: Row) -> list[str]:
         body = [f"    if ({' && '.join(fits_scalars(row))})"]
         body += wrap(f"return MPI_{row.name}_init(", names(row, extra, int_subst(row)), ");", 8)
         return fn(sig, body + lib)
-    dl, copies, _ = array_conversion(row)
+    dl, copies = array_conversion(row)
     s = int_subst(row)
     body = dl + ["    if (fits) {"]
     body += ct_call_init(row, "request", s, 8) + vargs_init(row, s, 8)
@@ -493,7 +493,7 @@ def gen_bindings(rows: list[Row]) -> str:
             if form in r.forms:
                 out += dropin_c(r, form)
     out += ["#endif /* MPI_VERSION >= 4 */", "",
-            "/* ---- Persistent (MPI 4; Open MPI 5 too) ---------------------------------------- */",
+            "/* ---- Persistent (MPI 4; Open MPI 5 too) ------------------------------------- */",
             "", "#if CT_HAVE_PERSISTENT_COLL", ""]
     for r in rows:
         if "init" in r.forms:

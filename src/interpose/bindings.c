@@ -681,7 +681,7 @@ int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
 
 #endif /* MPI_VERSION >= 4 */
 
-/* ---- Persistent (MPI 4; Open MPI 5 too) ---------------------------------------- */
+/* ---- Persistent (MPI 4; Open MPI 5 too) ------------------------------------- */
 
 #if CT_HAVE_PERSISTENT_COLL
 
