@@ -103,17 +103,18 @@ void ct_options_init(ct_options *opts);
  * why (unreadable, another schema version, another machine or MPI). */
 int ct_table_use(const char *path, char *why, int len);
 
+/* gen-bindings: begin blocking-classic (scripts/gen-bindings.py) */
 /* Broadcast, as MPI_Bcast. */
 int ct_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
              const ct_options *opts);
 
 /* Reduce, as MPI_Reduce (sendbuf may be MPI_IN_PLACE at the root). */
-int ct_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-              MPI_Op op, int root, MPI_Comm comm, const ct_options *opts);
+int ct_reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              int root, MPI_Comm comm, const ct_options *opts);
 
 /* Allreduce, as MPI_Allreduce (sendbuf may be MPI_IN_PLACE). */
-int ct_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                 MPI_Op op, MPI_Comm comm, const ct_options *opts);
+int ct_allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                 MPI_Comm comm, const ct_options *opts);
 
 /* Scatter, as MPI_Scatter (recvbuf may be MPI_IN_PLACE at the root). */
 int ct_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -135,17 +136,18 @@ int ct_alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 
 /* Barrier, as MPI_Barrier. */
 int ct_barrier(MPI_Comm comm, const ct_options *opts);
+/* gen-bindings: end blocking-classic */
 
 /* The v-variants, reduce-scatters and scans, as their MPI functions (the
  * arguments MPI calls significant on a rank only there; MPI_IN_PLACE where MPI
  * allows it). */
+/* gen-bindings: begin blocking-v (scripts/gen-bindings.py) */
 int ct_allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
-                  const int recvcounts[], const int displs[], MPI_Datatype recvtype,
-                  MPI_Comm comm, const ct_options *opts);
+                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                  const ct_options *opts);
 int ct_alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
-                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
-                 const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
-                 const ct_options *opts);
+                 MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                 MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts);
 int ct_gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                MPI_Comm comm, const ct_options *opts);
@@ -161,11 +163,13 @@ int ct_scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype
             MPI_Comm comm, const ct_options *opts);
 int ct_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               MPI_Comm comm, const ct_options *opts);
+/* gen-bindings: end blocking-v */
 
 /* ---- Non-blocking collectives ------------------------------------------ */
 
 /*
- * As MPI_Ibcast, MPI_Ireduce, MPI_Iallreduce, MPI_Iscatter, MPI_Igather. The
+ * As their MPI_I* functions: ct_ibcast as MPI_Ibcast, ... ct_iexscan as
+ * MPI_Iexscan (every collective above has its non-blocking twin). The
  * request is a real MPI request (a generalized request), to be completed with
  * ct_wait, ct_test, ct_waitall, ct_testall (with any other requests) or the
  * drop-in's MPI_Wait / MPI_Test / MPI_Request_get_status families, which check
@@ -181,28 +185,50 @@ int ct_exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
  * Collectives on one communicator must be started in the same order on every
  * rank, as MPI requires; several may be outstanding.
  */
+/* gen-bindings: begin nonblocking (scripts/gen-bindings.py) */
 int ct_ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
               const ct_options *opts, MPI_Request *request);
 int ct_ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm, const ct_options *opts, MPI_Request *request);
-int ct_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
-                  MPI_Op op, MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                  MPI_Comm comm, const ct_options *opts, MPI_Request *request);
 int ct_iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                 const ct_options *opts, MPI_Request *request);
 int ct_igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                const ct_options *opts, MPI_Request *request);
-
-/* The same for the barrier, reduce_scatter_block, scan and exscan (issue 22). */
+int ct_iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts,
+                  MPI_Request *request);
+int ct_ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                 int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts,
+                 MPI_Request *request);
 int ct_ibarrier(MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+                   const ct_options *opts, MPI_Request *request);
+int ct_ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                  MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
+                  MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts,
+                  MPI_Request *request);
+int ct_igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_iscatterv(const void *sendbuf, const int sendcounts[], const int displs[],
+                 MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                 int root, MPI_Comm comm, const ct_options *opts, MPI_Request *request);
 int ct_ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
                              const ct_options *opts, MPI_Request *request);
+int ct_ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const ct_options *opts,
+                       MPI_Request *request);
 int ct_iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
              MPI_Comm comm, const ct_options *opts, MPI_Request *request);
 int ct_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+/* gen-bindings: end nonblocking */
 
 /* As MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testall, for any mix of requests,
  * colltune's too: while they wait they drive every pending application part,

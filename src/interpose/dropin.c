@@ -6,44 +6,7 @@
 
 #include "monitor/monitor.h"
 
-const char *ct_dropin_mpi_name(ct_coll coll)
-{
-    static const char *const names[CT_NCOLL] = {
-        [CT_BCAST] = "Bcast",
-        [CT_REDUCE] = "Reduce",
-        [CT_ALLREDUCE] = "Allreduce",
-        [CT_SCATTER] = "Scatter",
-        [CT_GATHER] = "Gather",
-        [CT_ALLGATHER] = "Allgather",
-        [CT_ALLTOALL] = "Alltoall",
-        [CT_BARRIER] = "Barrier",
-        [CT_ALLGATHERV] = "Allgatherv",
-        [CT_ALLTOALLV] = "Alltoallv",
-        [CT_GATHERV] = "Gatherv",
-        [CT_SCATTERV] = "Scatterv",
-        [CT_REDUCE_SCATTER_BLOCK] = "Reduce_scatter_block",
-        [CT_REDUCE_SCATTER] = "Reduce_scatter",
-        [CT_SCAN] = "Scan",
-        [CT_EXSCAN] = "Exscan",
-    };
-    return (int)coll >= 0 && coll < CT_NCOLL && names[coll] ? names[coll] : "?";
-}
-
-const char *ct_dropin_upper_name(ct_coll coll)
-{
-    static char names[CT_NCOLL][32];
-    if ((int)coll < 0 || coll >= CT_NCOLL)
-        return "?";
-    char *u = names[coll];
-    if (!u[0]) { /* the same text from every thread: a race writes the same bytes */
-        const char *n = ct_coll_name(coll);
-        size_t i = 0;
-        for (; n[i] && i < sizeof names[0] - 1; i++)
-            u[i] = (char)(n[i] >= 'a' && n[i] <= 'z' ? n[i] - 'a' + 'A' : n[i]);
-        u[i] = '\0';
-    }
-    return u;
-}
+/* ct_dropin_mpi_name and ct_dropin_upper_name are tables in the generated bindings.c. */
 
 void ct_dropin_count_native(ct_coll coll, long long bytes)
 {

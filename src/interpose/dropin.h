@@ -1,5 +1,6 @@
 /*
- * What the drop-in's files share (pmpi.c, pmpi_v.c, pmpi_persistent.c, fortran.c): the
+ * What the drop-in's files share (pmpi.c, pmpi_v.c, pmpi_persistent.c, fortran.c and the
+ * generated bindings.c): the
  * choice of algorithm for a call, the MPI names of the operations, and the
  * conversions of the large-count (_c) forms. Internal to libcolltune_pmpi.
  */
@@ -21,9 +22,16 @@
 CT_DROPIN_HIDDEN int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form,
                                       long long bytes, ct_options *opts, int *err);
 
-/* "Bcast", "Reduce_scatter_block", ... as in the MPI function names. */
+/* The dispatchers the generated entry points (bindings.c, from collectives.def) hand
+ * their calls to: ct_dropin_intercept (pmpi.c) chooses and runs a blocking or
+ * non-blocking call of the eight classic operations, ct_dropin_intercept_v
+ * (pmpi_v.c) one of the others (v NULL: no per-rank arrays) and MPI_Ibarrier. */
+CT_DROPIN_HIDDEN int ct_dropin_intercept(const ct_call *c);
+CT_DROPIN_HIDDEN int ct_dropin_intercept_v(const ct_call *c, const ct_vargs *v);
+
+/* "Bcast", "Reduce_scatter_block", ... as in the MPI function names (bindings.c). */
 CT_DROPIN_HIDDEN const char *ct_dropin_mpi_name(ct_coll coll);
-/* "BCAST", "REDUCE_SCATTER_BLOCK", ... as in COLLTUNE_<OP>_ALGORITHM. */
+/* "BCAST", "REDUCE_SCATTER_BLOCK", ... as in COLLTUNE_<OP>_ALGORITHM (bindings.c). */
 CT_DROPIN_HIDDEN const char *ct_dropin_upper_name(ct_coll coll);
 
 /* A call left to the library: counted by the monitor as a native call. */
@@ -40,6 +48,18 @@ CT_DROPIN_HIDDEN int ct_dropin_is_root(MPI_Comm comm, int root);
 #define CT_HAVE_PERSISTENT_COLL 1
 #else
 #define CT_HAVE_PERSISTENT_COLL 0
+#endif
+
+#if CT_HAVE_PERSISTENT_COLL
+/* pmpi_persistent.c, for the generated inits: colltune's plan for c when it takes
+ * the call (*native 0; the result is returned), else *native = 1 and the caller
+ * makes the library's request, whose result (rc) ct_dropin_made_native counts and
+ * logs, and returns (ct_dropin_made_native_c: a _c init's, its size unknown). */
+CT_DROPIN_HIDDEN int ct_dropin_plan(const ct_call *c, const ct_vargs *v, int *native);
+CT_DROPIN_HIDDEN int ct_dropin_made_native(int rc, const ct_call *c, const ct_vargs *v);
+#if MPI_VERSION >= 4
+CT_DROPIN_HIDDEN int ct_dropin_made_native_c(int rc, ct_coll coll, MPI_Comm comm);
+#endif
 #endif
 
 #if MPI_VERSION >= 4

@@ -5,8 +5,8 @@
  * ompi_bcast_f, which calls PMPI_Bcast; mpi_f08's mpi_bcast_f08_ in libmpi_usempif08
  * calls ompi_bcast_f), and MPICH's mpi_f08 calls PMPI_* for the routines without a
  * buffer (mpi_barrier_f08_, mpi_wait_f08_, mpi_init_f08_, ...). A Fortran program
- * under LD_PRELOAD=libcolltune_pmpi.so would bypass the C wrappers of pmpi.c. So the
- * Fortran symbols of every C function pmpi.c and pmpi_v.c define that Fortran can call
+ * under LD_PRELOAD=libcolltune_pmpi.so would bypass the C wrappers (bindings.c, pmpi.c).
+ * So the Fortran symbols of every C function the drop-in defines that Fortran can call
  * are defined here too: each converts its arguments and calls the C MPI_* function,
  * which resolves to colltune's own, so a Fortran call is tuned, logged and monitored
  * like a C one. The MPI 4 persistent collectives (mpi_bcast_init ... mpi_exscan_init,

@@ -7,10 +7,6 @@
 
 typedef struct ct_nbc_req ct_nbc_req;
 
-/* A public ct_i* call: c started with the caller's algorithm, else the select layer's
- * choice (ct_call_public_options, with whether the progress thread runs). */
-int ct_nbc_start_public(const ct_call *c, const ct_options *opts);
-
 /* Starts c (c->request set; v: the v-variants' arrays, or NULL) with opts; on
  * native_on_reject, refused calls and native algorithms go to the MPI library's
  * own non-blocking collective. */

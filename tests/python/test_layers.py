@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Lowest first. One layer may hold several directories (none includes the other).
 LAYERS: list[tuple[str, ...]] = [
     ("monitor",), ("sched",), ("coll",), ("model", "select"), ("api",), ("nbc",),
-    ("dyn", "interpose"), ("stf",),
+    ("public",), ("dyn", "interpose"), ("stf",),
 ]
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
