@@ -17,7 +17,11 @@ for m in "${mpis[@]}"; do
     say "C tests with $m"
     # system_*: subsets of coll/move_vs_native for the system MPIs' run below.
     if [ $first = 1 ]; then
-        ctest --test-dir "build/$m" --output-on-failure --timeout 900 -E '^system_'
+        # 16 ranks of large messages and of non-blocking calls (150 s on 2 cores) add no
+        # path that 13 ranks (odd, past a power of two) and 16 ranks of small messages miss:
+        # left out for CI time (issue 35-37's tests took their place).
+        ctest --test-dir "build/$m" --output-on-failure --timeout 900 \
+            -E '^(system_.*|(coll|move)_vs_native_np16_large|nbc_vs_native_np16)$'
     else
         # The schedule sweep and the model's closed forms run no MPI: once is enough. The
         # largest cases of the first MPI's run (13 and 16 ranks of large messages, 5 threaded
@@ -42,9 +46,11 @@ COLLTUNE_MPI=${mpis[0]} .venv/bin/python -m pytest -q tests/python \
     --ignore=tests/python/test_fortran.py \
     --ignore=tests/python/test_intelmpi.py  # both below, with the MPIs they need
 for m in "${mpis[@]:1}"; do
-    say "drop-in and CLI tests with $m"
+    # The CLI end to end runs under the first MPI and under Intel MPI (test_intelmpi):
+    # its launching of the second is in test_placement; left out here for CI time.
+    say "drop-in tests with $m"
     COLLTUNE_MPI=$m .venv/bin/python -m pytest -q tests/python/test_dropin.py \
-        tests/python/test_dropin_errors.py tests/python/test_requests.py tests/python/test_cli.py \
+        tests/python/test_dropin_errors.py tests/python/test_requests.py \
         tests/python/test_monitor.py
 done
 
