@@ -35,6 +35,13 @@ say "build matrix: Release (gcc) and Debug (clang) with warnings as errors"
 scripts/build-matrix.sh
 # --- end build matrix
 
+# The drop-in against the MPI-5 standard ABI (tests/python/test_abi.py, in the run below),
+# with the mpich wheel's mpicc_abi; without that wheel (MPICC=...) the test skips.
+if [ -x .mpi/mpich/bin/mpicc_abi ]; then
+    say "the drop-in against the MPI-5 standard ABI: build/mpich-abi"
+    scripts/build-abi.sh
+fi
+
 say "ruff"
 .venv/bin/ruff check python tests/python bench
 say "Python tests"
