@@ -70,4 +70,7 @@ for m in openmpi mpich; do
     fi
 done
 
+say "pip install colltune into a fresh venv (scripts/test-wheel.sh)"
+scripts/test-wheel.sh
+
 say "all tests passed"

@@ -12,18 +12,28 @@ Two backends behind one pyproject.toml:
 The MPI of a wheel: the compiler wrapper $MPICC when set (a system MPI: `MPICC=mpicc pip
 install colltune`); otherwise the mpich wheel from PyPI, a build requirement (its mpicc)
 and a run-time one (its libmpi.so.12 and mpiexec), at the version scripts/setup.sh uses.
-`dynamic_metadata` is the scikit-build-core metadata provider that adds that run-time
-requirement to the package's own (python/requirements.txt, which setuptools reads too).
+That run-time requirement is the wheel's only: [project] dependencies stay those of the
+editable install, and the wheel's METADATA (and the metadata pip asks for first) gets one
+Requires-Dist line more (scikit-build-core's own way, a metadata plugin, is experimental).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
+import re
+import shutil
+import subprocess
+import zipfile
 from pathlib import Path
 
 from setuptools import build_meta as _setuptools
 
 MPICH = "mpich==5.0.2"  # scripts/setup.sh: MPICH_VERSION
+# Not in pyproject.toml's build requirements, which the editable install gets too: asked for
+# by the wheel's and the sdist's hooks only.
+SCIKIT_BUILD_CORE = "scikit-build-core>=0.10"
 
 # Development: setuptools, as before.
 get_requires_for_build_editable = _setuptools.get_requires_for_build_editable
@@ -54,41 +64,79 @@ def _settings(config_settings: dict | None) -> dict:
     return settings
 
 
-def get_requires_for_build_wheel(config_settings=None):
-    from scikit_build_core import build as skb
+def _cmake_requirements() -> list[str]:
+    """CMake (>= 3.18, CMakeLists.txt) and a build tool from PyPI where this machine has none:
+    what scikit-build-core's own get_requires hook would add (it cannot be asked here: it is
+    not installed before this hook's answer)."""
+    found = []
+    try:
+        out = subprocess.run(["cmake", "--version"], capture_output=True, text=True).stdout
+        found = [int(x) for x in re.findall(r"(\d+)\.(\d+)", out)[0]]
+    except (OSError, IndexError):
+        pass
+    reqs = [] if found >= [3, 18] else ["cmake>=3.18"]
+    return reqs if shutil.which("ninja") or shutil.which("make") else [*reqs, "ninja"]
 
-    extra = [] if _mpicc() else [MPICH]
-    return [*skb.get_requires_for_build_wheel(config_settings), *extra]
+
+def get_requires_for_build_wheel(config_settings=None):
+    return [SCIKIT_BUILD_CORE, *_cmake_requirements(), *([] if _mpicc() else [MPICH])]
 
 
 def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
     from scikit_build_core import build as skb
 
-    return skb.prepare_metadata_for_build_wheel(metadata_directory, config_settings)
+    name = skb.prepare_metadata_for_build_wheel(metadata_directory, config_settings)
+    metadata = Path(metadata_directory) / name / "METADATA"
+    metadata.write_bytes(_with_mpi(metadata.read_bytes()))
+    return name
 
 
 def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
     from scikit_build_core import build as skb
 
-    return skb.build_wheel(wheel_directory, _settings(config_settings), metadata_directory)
+    # Not handed pip's metadata_directory: scikit-build-core checks its METADATA against
+    # its own (without the line _with_mpi adds); the patched wheel matches it again.
+    name = skb.build_wheel(wheel_directory, _settings(config_settings))
+    _patch_wheel(Path(wheel_directory) / name)
+    return name
+
+
+def _with_mpi(metadata: bytes) -> bytes:
+    """METADATA with the mpich wheel required when it is the MPI (no $MPICC): the line goes
+    at the end of the headers (before the blank line that starts the description). Once."""
+    line = f"Requires-Dist: {MPICH}".encode()
+    if _mpicc() or line in metadata.splitlines():
+        return metadata
+    head, sep, body = metadata.partition(b"\n\n")
+    return head.rstrip(b"\n") + b"\n" + line + b"\n" + (b"\n" + body if sep else b"")
+
+
+def _patch_wheel(wheel: Path) -> None:
+    """The wheel with _with_mpi's METADATA and its RECORD line (hash, size) to match; every
+    other member as it was (permissions included: ZipInfo carries them)."""
+    tmp = wheel.with_suffix(".tmp")
+    with zipfile.ZipFile(wheel) as zin, zipfile.ZipFile(tmp, "w") as zout:
+        meta = next(n for n in zin.namelist() if n.endswith(".dist-info/METADATA"))
+        record = meta[: -len("METADATA")] + "RECORD"
+        new = _with_mpi(zin.read(meta))
+        digest = base64.urlsafe_b64encode(hashlib.sha256(new).digest()).rstrip(b"=").decode()
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename == meta:
+                data = new
+            elif info.filename == record:
+                lines = [f"{meta},sha256={digest},{len(new)}" if ln.startswith(meta + ",")
+                         else ln for ln in data.decode().splitlines()]
+                data = ("\n".join(lines) + "\n").encode()
+            zout.writestr(info, data)
+    os.replace(tmp, wheel)
 
 
 def get_requires_for_build_sdist(config_settings=None):
-    from scikit_build_core import build as skb
-
-    return skb.get_requires_for_build_sdist(config_settings)
+    return [SCIKIT_BUILD_CORE]
 
 
 def build_sdist(sdist_directory, config_settings=None):
     from scikit_build_core import build as skb
 
     return skb.build_sdist(sdist_directory, config_settings)
-
-
-def dynamic_metadata(field: str, settings: dict | None = None) -> list[str]:
-    """[project] dependencies of a wheel: python/requirements.txt, and the mpich wheel when
-    it is the MPI (no $MPICC)."""
-    assert field == "dependencies", field
-    lines = Path("python/requirements.txt").read_text().splitlines()
-    deps = [ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")]
-    return deps if _mpicc() else [*deps, MPICH]
