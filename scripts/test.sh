@@ -39,6 +39,13 @@ say "build matrix: Release (gcc) and Debug (clang) with warnings as errors"
 scripts/build-matrix.sh
 # --- end build matrix
 
+# The drop-in against the MPI-5 standard ABI (tests/python/test_abi.py, in the run below),
+# with the mpich wheel's mpicc_abi; without that wheel (MPICC=...) the test skips.
+if [ -x .mpi/mpich/bin/mpicc_abi ]; then
+    say "the drop-in against the MPI-5 standard ABI: build/mpich-abi"
+    scripts/build-abi.sh
+fi
+
 say "ruff"
 .venv/bin/ruff check python tests/python bench
 say "Python tests"
@@ -80,5 +87,8 @@ for m in openmpi mpich; do
         ctest --test-dir "build/debian-$m" -L system --output-on-failure --timeout 300
     fi
 done
+
+say "pip install colltune into a fresh venv (scripts/test-wheel.sh)"
+scripts/test-wheel.sh
 
 say "all tests passed"

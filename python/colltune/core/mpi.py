@@ -44,6 +44,23 @@ def available_builds() -> list[str]:
     return sorted(names)
 
 
+def installed_build(wanted: str | None = None) -> tuple[str, Path, str] | None:
+    """The C parts a wheel installed (pip install colltune; CMakeLists.txt, SKBUILD): the MPI's
+    name, colltune/_build/ in this package and its mpiexec (build.json: relative to the
+    installation prefix, where the mpich wheel puts bin/mpiexec, or absolute). None in a
+    source checkout, or when another MPI than the wheel's is wanted."""
+    build_dir = Path(__file__).resolve().parents[1] / "_build"
+    try:
+        info = json.loads((build_dir / "build.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if wanted and wanted != info["mpi"]:
+        return None
+    # colltune/_build -> colltune -> site-packages -> python3.X -> lib -> the prefix
+    mpiexec = build_dir.parents[4] / info["mpiexec"]
+    return info["mpi"], build_dir, str(mpiexec)
+
+
 def _cache_value(cache: Path, key: str) -> str | None:
     for line in cache.read_text(errors="replace").splitlines():
         if line.startswith(key + ":"):
@@ -65,7 +82,7 @@ class MPIBuild:
     @classmethod
     def select(cls, name: str | None = None) -> MPIBuild:
         builds = available_builds()
-        name = name or os.environ.get("COLLTUNE_MPI")
+        name = wanted = name or os.environ.get("COLLTUNE_MPI")
         if not name:
             # The sanitizer and Debian-MPI builds beside them are for tests, never the default.
             name = "system" if "system" in builds and "mpich" not in builds else "mpich"
@@ -73,13 +90,19 @@ class MPIBuild:
         tree = INTELMPI_BUILD if name == "intelmpi" else name
         build_dir = Path(os.environ.get("COLLTUNE_BUILD", project_root() / "build" / tree))
         cache = build_dir / "CMakeCache.txt"
-        if not cache.is_file():
+        installed = None
+        if not cache.is_file() and "COLLTUNE_BUILD" not in os.environ:
+            installed = installed_build(wanted)
+        if installed:
+            name, build_dir, mpiexec = installed
+        elif not cache.is_file():
             raise MPIError(
                 f"no colltune build for MPI '{name}' in {build_dir} "
                 f"(have: {', '.join(builds) or 'none'}); run `make` or "
                 f"`scripts/setup.sh {name}` first"
             )
-        mpiexec = _cache_value(cache, "MPIEXEC_EXECUTABLE") or "mpiexec"
+        else:
+            mpiexec = _cache_value(cache, "MPIEXEC_EXECUTABLE") or "mpiexec"
         env = {}
         if os.geteuid() == 0:
             # Open MPI refuses root unless told; harmless for MPICH.
