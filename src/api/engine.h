@@ -26,9 +26,9 @@ enum { FLAG_STRIDE = 64 }; /* one cache line per rank's flag in a shared segment
 typedef struct shm_segment {
     int state;
     MPI_Comm comm;
-    MPI_Win win;
-    void *flags, *data;
-    size_t bytes;
+    void *flags, *data; /* the mapping starts at flags */
+    size_t bytes;       /* of data */
+    size_t map_bytes;   /* of the whole mapping */
     /* Calls on it so far: the epoch of its flags (each segment its own, so that a
      * call's "the previous call is done" means the previous call on this segment). */
     unsigned long long seq;

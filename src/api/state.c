@@ -2,6 +2,7 @@
  * colltune's state of a communicator (its private duplicate, kept jobs, node layout)
  * and the node's shared segments, freed before MPI finalizes.
  */
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -9,9 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "engine.h"
-#include "window_lock.h"
 
 /* ---- Per-communicator state --------------------------------------------- */
 
@@ -19,14 +21,15 @@ int ct_state_keyval = MPI_KEYVAL_INVALID;
 static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- Every live segment, freed before MPI finalizes -------------------------------
- * A segment's window must go before the MPI library tears down its one-sided component:
- * freed from the communicator's attribute at MPI_Finalize (MPI_COMM_WORLD's attributes go
- * late, in ompi_comm_finalize), MPI_Win_free crashed Debian's Open MPI 4.1.4 (issue 37).
- * MPI deletes MPI_COMM_SELF's attributes first: an attribute there frees every segment
- * still alive, on every rank in the order they were made (the order in which the ranks
- * made them together), before anything else goes. Under keyval_lock. */
+ * A segment's group communicator must go before MPI finalizes (MPI_COMM_WORLD's
+ * attributes go late, in ompi_comm_finalize: freeing there crashed Debian's Open MPI
+ * 4.1.4 when segments were MPI windows, issue 37). MPI deletes MPI_COMM_SELF's attributes
+ * first: an attribute there frees every segment still alive, on every rank in the order
+ * they were made (the order in which the ranks made them together), before anything else
+ * goes. Under keyval_lock. */
 typedef struct live_segment {
-    MPI_Win win;
+    void *base;   /* the mapping (flags, then data) */
+    size_t len;
     MPI_Comm comm;
     shm_segment *owner; /* NULL once its state is gone (left for MPI_Finalize) */
 } live_segment;
@@ -39,7 +42,7 @@ static int segments_finalize(MPI_Comm comm, int keyval, void *attr, void *extra)
     (void)comm, (void)keyval, (void)attr, (void)extra;
     pthread_mutex_lock(&keyval_lock);
     for (size_t i = 0; i < nlive; i++) {
-        PMPI_Win_free(&live[i].win);
+        munmap(live[i].base, live[i].len);
         PMPI_Comm_free(&live[i].comm);
         if (live[i].owner)
             live[i].owner->state = 0; /* the communicator's own deletion frees nothing */
@@ -72,7 +75,7 @@ static int segment_track(shm_segment *seg)
         }
     }
     if (rc == MPI_SUCCESS)
-        live[nlive++] = (live_segment){seg->win, seg->comm, seg};
+        live[nlive++] = (live_segment){seg->flags, seg->map_bytes, seg->comm, seg};
     pthread_mutex_unlock(&keyval_lock);
     return rc;
 }
@@ -81,7 +84,7 @@ static int segment_track(shm_segment *seg)
  * segment at once; otherwise it stays for MPI_Finalize. */
 static void segment_untrack(shm_segment *seg, int collective)
 {
-    live_segment gone = {MPI_WIN_NULL, MPI_COMM_NULL, NULL};
+    live_segment gone = {NULL, 0, MPI_COMM_NULL, NULL};
     pthread_mutex_lock(&keyval_lock);
     for (size_t i = 0; i < nlive; i++) {
         if (live[i].owner != seg)
@@ -96,19 +99,18 @@ static void segment_untrack(shm_segment *seg, int collective)
         break;
     }
     pthread_mutex_unlock(&keyval_lock);
-    /* Outside the lock: the free waits for the segment's other ranks, whose other
-     * threads may need the lock meanwhile. */
+    /* Outside the lock: freeing the communicator may wait for the segment's other ranks,
+     * whose other threads may need the lock meanwhile. */
     if (gone.owner) {
-        PMPI_Win_free(&gone.win);
+        munmap(gone.base, gone.len);
         PMPI_Comm_free(&gone.comm);
     }
 }
 
 /* Drops a reference; the last frees the state. collective: the caller is the attribute's
- * deletion (MPI_Comm_free, on every rank at once), where the segment's window, whose
- * free is collective, can go too; after a non-blocking job outlived the communicator
- * the ranks release at different moments, and the window is left to MPI_Finalize
- * rather than risk a rank blocking in MPI_Win_free while others need it. */
+ * deletion (MPI_Comm_free, on every rank at once), where the segment's communicator can
+ * go too; after a non-blocking job outlived the communicator the ranks release at
+ * different moments, and the segment is left to MPI_Finalize. */
 void ct_state_unref(comm_state *st, int collective)
 {
     if (atomic_fetch_sub(&st->refs, 1) != 1)
@@ -146,6 +148,56 @@ static size_t shm_segment_bytes(void)
     return (size_t)(v * scale);
 }
 
+/* Collective over group (grank its rank): *base is one mapping of len bytes that every
+ * rank of the group shares, or the same error on every rank. POSIX shared memory rather
+ * than an MPI window (MPI_Win_allocate_shared, before issue 36): a window brings in the
+ * library's one-sided component, which Open MPI 5.0.11 announces on stderr ("osc_ucx
+ * ... Error: OSC UCX component priority set inside component query failed", every rank,
+ * every run), crashes when two threads make windows at once, and whose teardown crashed
+ * Debian's Open MPI 4.1.4 in MPI_Finalize. The group's rank 0 creates the object under a
+ * name unique to its process, the others open it, and it is unlinked once all have it
+ * mapped: nothing is left in /dev/shm, even when a process dies later. */
+static int map_shared(MPI_Comm group, int grank, size_t len, void **base)
+{
+    static atomic_uint made;
+    char name[64] = "";
+    void *p = MAP_FAILED;
+    int fd = -1;
+    if (grank == 0) {
+        snprintf(name, sizeof name, "/colltune-%ld-%u", (long)getpid(),
+                 atomic_fetch_add(&made, 1));
+        fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+            if (fd >= 0)
+                shm_unlink(name);
+            name[0] = '\0'; /* tells the others: no segment */
+        }
+    }
+    int rc = PMPI_Bcast(name, sizeof name, MPI_CHAR, 0, group);
+    if (rc == MPI_SUCCESS && name[0]) {
+        if (grank != 0)
+            fd = shm_open(name, O_RDWR, 0);
+        if (fd >= 0)
+            p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    if (fd >= 0)
+        close(fd);
+    int mapped = p != MAP_FAILED;
+    if (rc == MPI_SUCCESS)
+        rc = PMPI_Allreduce(MPI_IN_PLACE, &mapped, 1, MPI_INT, MPI_MIN, group);
+    if (grank == 0 && name[0])
+        shm_unlink(name); /* every rank has it mapped, or gave up */
+    if (rc == MPI_SUCCESS && !mapped)
+        rc = MPI_ERR_NO_MEM;
+    if (rc != MPI_SUCCESS) {
+        if (p != MAP_FAILED)
+            munmap(p, len);
+        return rc;
+    }
+    *base = p;
+    return MPI_SUCCESS;
+}
+
 /* Collective over st->priv, on the first call that needs seg: the segment over the
  * ranks of group (color: ranks of equal color form one group), its flags each set to
  * "done with call 0". It is refused, on every rank alike, when a group's ranks do
@@ -181,19 +233,8 @@ int ct_segment_setup(comm_state *st, shm_segment *seg, int color, int size, int 
     int grank;
     PMPI_Comm_rank(group, &grank);
     size_t header = (size_t)size * FLAG_STRIDE, data = shm_segment_bytes();
-    void *mine, *base;
-    MPI_Aint qsize;
-    int disp;
-    if ((rc = ct_window_lock(group)) != MPI_SUCCESS) {
-        PMPI_Comm_free(&group);
-        return rc;
-    }
-    rc = PMPI_Win_allocate_shared(grank == 0 ? (MPI_Aint)(header + data) : 0, 1, MPI_INFO_NULL,
-                                  group, &mine, &seg->win);
-    ct_window_unlock();
-    if (rc == MPI_SUCCESS)
-        rc = PMPI_Win_shared_query(seg->win, 0, &qsize, &disp, &base);
-    if (rc != MPI_SUCCESS) {
+    void *base = NULL;
+    if ((rc = map_shared(group, grank, header + data, &base)) != MPI_SUCCESS) {
         PMPI_Comm_free(&group);
         return rc;
     }
@@ -202,8 +243,10 @@ int ct_segment_setup(comm_state *st, shm_segment *seg, int color, int size, int 
             atomic_store((_Atomic unsigned long long *)((char *)base + (size_t)r * FLAG_STRIDE),
                          (unsigned long long)CT_STEP_DONE);
     seg->comm = group;
+    seg->flags = base;
+    seg->map_bytes = header + data;
     if ((rc = PMPI_Barrier(group)) != MPI_SUCCESS || (rc = segment_track(seg)) != MPI_SUCCESS) {
-        PMPI_Win_free(&seg->win);
+        munmap(base, header + data);
         PMPI_Comm_free(&group);
         return rc;
     }

@@ -305,3 +305,22 @@ def test_with_every_core_taken_the_entry_runs_without_a_thread(build, tmp_path):
     rec = progress_records(p.stdout, 4)
     assert all(r == (0, 0, "ok") for r in rec.values()), rec
     assert nbc_routed(p.stderr) == {"Ibcast": {"chain": 4}}, p.stderr[-2000:]
+
+
+def test_shared_segments_say_nothing_on_stderr(build):
+    """Issue 36: making the node's shared segments prints nothing, from colltune or from the
+    library (Open MPI 5.0.11 printed an osc/ucx "Error" line on every rank for each segment
+    made as an MPI window); every operation through `shm` on communicators of 5, 3 and 2
+    ranks, each with its own segment."""
+    env = {f"COLLTUNE_{op.upper()}_ALGORITHM": "shm" for op in OPS if "shm" in algorithms(op)}
+    assert len(env) == len(OPS), env
+    # Only variables that are set: Open MPI's mpiexec warns on stderr of an exported one
+    # that is not.
+    p = run_plain(build, "plain_collectives", WIDE, export=("LD_PRELOAD", "COLLTUNE_LOG", *env),
+                  COLLTUNE_LOG="debug", **env)
+    ok(p, "shm")
+    # The debug log shows the segments were made and used; nothing else may be said.
+    lines = p.stderr.splitlines()
+    served = [line for line in lines if re.search(r"colltune: rank \d+/\d+ MPI_\w+ \d+ bytes -> ", line)]
+    assert any(line.endswith("-> shm") for line in served), p.stderr[-3000:]
+    assert [line for line in lines if line.strip() and line not in served] == [], p.stderr[-3000:]
