@@ -2,9 +2,12 @@
  * The drop-in: MPI_Bcast, MPI_Reduce, MPI_Allreduce, MPI_Scatter, MPI_Gather,
  * MPI_Allgather, MPI_Alltoall and MPI_Barrier defined over the PMPI profiling
  * interface, so an unmodified MPI program gets colltune by linking
- * libcolltune_pmpi or with LD_PRELOAD (`colltune preload` prints its path).
+ * libcolltune_pmpi or with LD_PRELOAD (`colltune preload` prints its path). Their
+ * entry points are generated (bindings.c); this file dispatches them
+ * (ct_dropin_intercept) and holds what is not mechanical.
  *
- * Choice of algorithm, per call, in this order:
+ * Choice of algorithm, per call, made by the select layer (src/select/select.h) for
+ * every operation and call form, in this order:
  *   1. forced by the environment: COLLTUNE_<OP>_ALGORITHM=<name> with <OP> one
  *      of BCAST, REDUCE, ALLREDUCE, SCATTER, GATHER, ALLGATHER, ALLTOALL,
  *      BARRIER, and COLLTUNE_SEGSIZE=bytes for segmentable algorithms;
