@@ -321,6 +321,7 @@ def test_shared_segments_say_nothing_on_stderr(build):
     ok(p, "shm")
     # The debug log shows the segments were made and used; nothing else may be said.
     lines = p.stderr.splitlines()
-    served = [line for line in lines if re.search(r"colltune: rank \d+/\d+ MPI_\w+ \d+ bytes -> ", line)]
+    debug = re.compile(r"colltune: rank \d+/\d+ MPI_\w+ \d+ bytes -> ")
+    served = [line for line in lines if debug.search(line)]
     assert any(line.endswith("-> shm") for line in served), p.stderr[-3000:]
     assert [line for line in lines if line.strip() and line not in served] == [], p.stderr[-3000:]
