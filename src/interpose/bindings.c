@@ -16,54 +16,6 @@
 #include "api/call.h"
 #include "dropin.h"
 
-/* "Bcast", "Reduce_scatter_block", ... as in the MPI function names (dropin.h). */
-const char *ct_dropin_mpi_name(ct_coll coll)
-{
-    static const char *const names[CT_NCOLL] = {
-        [CT_BCAST] = "Bcast",
-        [CT_REDUCE] = "Reduce",
-        [CT_ALLREDUCE] = "Allreduce",
-        [CT_SCATTER] = "Scatter",
-        [CT_GATHER] = "Gather",
-        [CT_ALLGATHER] = "Allgather",
-        [CT_ALLTOALL] = "Alltoall",
-        [CT_BARRIER] = "Barrier",
-        [CT_ALLGATHERV] = "Allgatherv",
-        [CT_ALLTOALLV] = "Alltoallv",
-        [CT_GATHERV] = "Gatherv",
-        [CT_SCATTERV] = "Scatterv",
-        [CT_REDUCE_SCATTER_BLOCK] = "Reduce_scatter_block",
-        [CT_REDUCE_SCATTER] = "Reduce_scatter",
-        [CT_SCAN] = "Scan",
-        [CT_EXSCAN] = "Exscan",
-    };
-    return (int)coll >= 0 && coll < CT_NCOLL && names[coll] ? names[coll] : "?";
-}
-
-/* "BCAST", "REDUCE_SCATTER_BLOCK", ... as in COLLTUNE_<OP>_ALGORITHM (dropin.h). */
-const char *ct_dropin_upper_name(ct_coll coll)
-{
-    static const char *const names[CT_NCOLL] = {
-        [CT_BCAST] = "BCAST",
-        [CT_REDUCE] = "REDUCE",
-        [CT_ALLREDUCE] = "ALLREDUCE",
-        [CT_SCATTER] = "SCATTER",
-        [CT_GATHER] = "GATHER",
-        [CT_ALLGATHER] = "ALLGATHER",
-        [CT_ALLTOALL] = "ALLTOALL",
-        [CT_BARRIER] = "BARRIER",
-        [CT_ALLGATHERV] = "ALLGATHERV",
-        [CT_ALLTOALLV] = "ALLTOALLV",
-        [CT_GATHERV] = "GATHERV",
-        [CT_SCATTERV] = "SCATTERV",
-        [CT_REDUCE_SCATTER_BLOCK] = "REDUCE_SCATTER_BLOCK",
-        [CT_REDUCE_SCATTER] = "REDUCE_SCATTER",
-        [CT_SCAN] = "SCAN",
-        [CT_EXSCAN] = "EXSCAN",
-    };
-    return (int)coll >= 0 && coll < CT_NCOLL && names[coll] ? names[coll] : "?";
-}
-
 /* ---- Blocking ---------------------------------------------------------------- */
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)

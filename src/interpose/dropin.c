@@ -6,7 +6,6 @@
 
 #include "monitor/monitor.h"
 
-/* ct_dropin_mpi_name and ct_dropin_upper_name are tables in the generated bindings.c. */
 
 void ct_dropin_count_native(ct_coll coll, long long bytes)
 {

@@ -29,11 +29,6 @@ CT_DROPIN_HIDDEN int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_fo
 CT_DROPIN_HIDDEN int ct_dropin_intercept(const ct_call *c);
 CT_DROPIN_HIDDEN int ct_dropin_intercept_v(const ct_call *c, const ct_vargs *v);
 
-/* "Bcast", "Reduce_scatter_block", ... as in the MPI function names (bindings.c). */
-CT_DROPIN_HIDDEN const char *ct_dropin_mpi_name(ct_coll coll);
-/* "BCAST", "REDUCE_SCATTER_BLOCK", ... as in COLLTUNE_<OP>_ALGORITHM (bindings.c). */
-CT_DROPIN_HIDDEN const char *ct_dropin_upper_name(ct_coll coll);
-
 /* A call left to the library: counted by the monitor as a native call. */
 CT_DROPIN_HIDDEN void ct_dropin_count_native(ct_coll coll, long long bytes);
 

@@ -66,7 +66,10 @@ int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form, long lon
                      ct_options *opts, int *err)
 {
     (void)v;
-    ct_select_query q = {c->coll, form, c->comm, ct_dropin_comm_size(c->comm), c->op, bytes,
+    int size = 0; /* the callers sent inter-communicators to the library already */
+    if (c->comm != MPI_COMM_NULL)
+        PMPI_Comm_size(c->comm, &size);
+    ct_select_query q = {c->coll, form, c->comm, size, c->op, bytes,
                          ct_call_same_size_v(c->coll), 0};
     if (form != CT_FORM_BLOCKING) {
         ct_progress_info info;
@@ -97,7 +100,7 @@ static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *r
     if (nonblocking) /* MPI_Ibcast, MPI_Iallreduce, ... */
         snprintf(name, sizeof name, "I%s", ct_coll_name(coll));
     else
-        snprintf(name, sizeof name, "%s", ct_dropin_mpi_name(coll));
+        snprintf(name, sizeof name, "%s", ct_select_mpi_name(coll));
     int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s %lld bytes -> %s", rank,
                      size, name, bytes, ran);
     const ct_algorithm_info *info = native ? NULL : ct_algorithm_find(coll, ran);

@@ -45,7 +45,7 @@ static void log_init(const ct_call *c, long long bytes, const char *ran)
     }
     char line[256];
     int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s_init %lld bytes -> %s\n",
-                     rank, size, ct_dropin_mpi_name(c->coll), bytes, ran);
+                     rank, size, ct_select_mpi_name(c->coll), bytes, ran);
     if (n > 0 && n < (int)sizeof line) {
         ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
         (void)w;

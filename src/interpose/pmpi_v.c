@@ -59,7 +59,7 @@ static void log_call(const ct_call *c, long long bytes, const char *ran)
     char line[256];
     int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s%s %lld bytes -> %s\n",
                      rank, size, c->request ? "I" : "",
-                     c->request ? ct_coll_name(c->coll) : ct_dropin_mpi_name(c->coll), bytes, ran);
+                     c->request ? ct_coll_name(c->coll) : ct_select_mpi_name(c->coll), bytes, ran);
     if (n > 0 && n < (int)sizeof line) {
         ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
         (void)w;

@@ -269,7 +269,6 @@ int ct_select(const ct_select_query *q, ct_choice *choice, int *err)
         if (refuses_op(q, f->info))
             return 1;
         choice->algorithm = f->info;
-        choice->forced = 1;
         choice->has_segsize = env.segsize > 0;
         choice->segsize = env.segsize;
         return 0;

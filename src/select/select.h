@@ -38,7 +38,6 @@ typedef struct ct_choice {
     long long segsize;   /* bytes, when has_segsize */
     int split;           /* the split tree's application levels, or CT_SPLIT_AUTO */
     int progress_thread; /* the table measured this choice with the progress thread */
-    int forced;          /* from COLLTUNE_<OP>_ALGORITHM, not the table */
 } ct_choice;
 
 /* Fills *choice for q. Returns 0 when colltune runs the call, 1 when the library does

@@ -16,6 +16,13 @@
 
 #include "colltune.h"
 
+/* The persistent collectives: MPI 4, and Open MPI 5, which has them while it says 3.1. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define HAVE_PERSISTENT_COLL 1
+#else
+#define HAVE_PERSISTENT_COLL 0
+#endif
+
 static int check(const unsigned char *b, int n, int seed)
 {
     for (int i = 0; i < n; i++)
@@ -65,7 +72,7 @@ int main(int argc, char **argv)
         MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         say(rank, "MPI_Bcast", MPI_Bcast(&x, 1, MPI_INT, 0, MPI_COMM_WORLD));
         say(rank, "MPI_Ibcast", MPI_Ibcast(&x, 1, MPI_INT, 0, MPI_COMM_WORLD, &r));
-#if MPI_VERSION >= 4
+#if HAVE_PERSISTENT_COLL
         say(rank, "MPI_Bcast_init",
             MPI_Bcast_init(&x, 1, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &r));
 #endif
@@ -75,7 +82,7 @@ int main(int argc, char **argv)
          * MPI_ERR_ARG (issue 35). */
         say(rank, "MPI_Barrier", MPI_Barrier(MPI_COMM_WORLD));
         say(rank, "MPI_Ibarrier", MPI_Ibarrier(MPI_COMM_WORLD, &r));
-#if MPI_VERSION >= 4
+#if HAVE_PERSISTENT_COLL
         say(rank, "MPI_Barrier_init", MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &r));
 #endif
         say(rank, "ct_barrier", ct_barrier(MPI_COMM_WORLD, NULL));
