@@ -20,6 +20,7 @@ from .bench.bench import (
     ratio_text,
     run_bench,
 )
+from .core.args import add_output, writes
 from .core.colls import CLASSIC, COLLS
 from .core.files import Terminated
 from .core.mpi import MPIBuild, MPIError
@@ -36,9 +37,11 @@ TABLE = "colltune-table.json"
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="the main job: benchmark every operation, record, report")
     bench_arguments(p, max_size=RUN_MAX, iters=RUN_ITERS)
-    p.add_argument("-o", "--output", default=None,
-                   help="report file (default: colltune-report.html in the current directory)")
-    p.set_defaults(func=cmd_run)
+    add_output(p, "the HTML report to write (default: colltune-report.html)",
+               default="colltune-report.html")
+    # What the stages leave in the current directory, beside the report.
+    p.set_defaults(func=cmd_run, cwd_outputs=("machine.json", "p2p.json", TABLE))
+    writes(p, "cwd_outputs")
 
 
 class Stages:
