@@ -32,6 +32,8 @@ RUN_ITERS = 10
 # Its last tuning step, the table verified through the drop-in: few rounds, to stay short.
 RUN_VERIFY_ROUNDS = 2
 TABLE = "colltune-table.json"
+# Its stages, in order (the README lists them; tests/python/test_cli_names.py compares).
+STAGES = ["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "verify", "overlap", "suite"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -195,8 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"{args.iters or 'adaptive'} iterations; store {store.path}")
     run = store.begin_run("run", sys.argv[1:], ranks=args.ranks,
                           binding=build.binding_label(args.ranks, not args.no_bind))
-    stages = Stages(["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "verify",
-                     "overlap", "suite"])
+    stages = Stages(STAGES)
     try:
         # The machine first: caches, sharing, memory and communication layers, quickly.
         from .probe.probe import quick_probe
