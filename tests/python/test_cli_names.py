@@ -340,3 +340,16 @@ def test_algorithms_columns_never_run_together(capsys):
             assert line[s - 2:s] == "  ", line  # two spaces before every column
         if a["default_segsize"]:
             assert cells[2].endswith("B"), line  # "segment 64 KiB", whole, in its column
+
+
+def test_bench_json_prints_the_document_on_stdout(tmp_path):
+    """--json, a flag: stdout is the JSON document alone (a barrier: no sizes, quick)."""
+    env = {**os.environ, "COLLTUNE_DB": str(tmp_path / "ct.db"),
+           "PYTHONPATH": str(ROOT / "python"), "COLLTUNE_PROGRESS_INTERVAL": "0"}
+    p = run_cli(["bench", "--ops", "barrier", "-n", "2", "--iters", "2", "--algs",
+                 "native,ring", "--json"], tmp_path, env, timeout=120)
+    assert p.returncode == 0, p.stderr[-1000:]
+    doc = json.loads(p.stdout)
+    assert doc["op"] == "barrier" and {r["algorithm"] for r in doc["results"]} == {"native",
+                                                                                 "ring"}
+    assert "recorded as run" in p.stderr

@@ -59,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
              default="all")
     add_output(p, "also write the results (colltune-bench/1 JSON) to FILE")
     p.add_argument("--json", action=JsonFlag,
-                   help="print the results as JSON on stdout instead of the table")
+                   help="print the results as JSON on stdout instead of the table (with a "
+                        "FILE: the older spelling of -o FILE)")
     p.set_defaults(func=cmd_bench)
 
 

@@ -199,6 +199,7 @@ def add_ranks(p: argparse.ArgumentParser, help: str, *, old: tuple[str, ...] = (
               dest: str = "ranks", **kwargs) -> None:
     """-n/--ranks, the MPI job's rank count (or list, or range, as the verb takes), with the
     verb's old spellings hidden."""
+    kwargs.setdefault("metavar", "RANKS")
     p.add_argument("-n", "--ranks", dest=dest, help=help, **kwargs)
     if old:
         hidden(p, *old, dest=dest, type=kwargs.get("type"))
@@ -294,7 +295,7 @@ def add_ops(p: argparse.ArgumentParser, help: str, *, one: list[str] | None = No
     ALLOWED (dest `op`); else a comma-separated list the verb splits."""
     if one is not None:
         kwargs.setdefault("type", op_name(one))
-        kwargs.setdefault("metavar", "OP")
+        kwargs.setdefault("metavar", "{" + ",".join(one) + "}")  # as argparse shows choices
     p.add_argument("--ops", dest=dest, help=help, **kwargs)
     hidden(p, "--op", dest=dest, type=kwargs.get("type"))
 
@@ -335,6 +336,7 @@ class JsonFlag(argparse.Action):
 
     def __init__(self, option_strings, dest, output_dest: str = "output", **kwargs):
         self.output_dest = output_dest
+        kwargs.setdefault("metavar", "FILE")
         super().__init__(option_strings, dest, nargs="?", const=True, default=False, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
