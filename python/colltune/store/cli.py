@@ -11,7 +11,16 @@ import json
 import sys
 import unicodedata
 
-from ..core.args import Parser, add_db, add_output, count_int, writes
+from ..core.args import (
+    Parser,
+    UsageError,
+    add_db,
+    add_output,
+    count_int,
+    report_usage,
+    resolve_args,
+    writes,
+)
 from ..core.files import write_atomic
 from .store import (
     STATUSES,
@@ -35,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="colltune", description="The results store's verbs.")
     register(parser.add_subparsers(dest="verb", metavar="VERB", required=True))
     args = parser.parse_args(argv)
+    try:
+        resolve_args(args)
+    except UsageError as e:
+        return report_usage(f"colltune {args.verb}", e)
     return int(args.func(args) or 0)
 
 
