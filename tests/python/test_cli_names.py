@@ -353,3 +353,16 @@ def test_bench_json_prints_the_document_on_stdout(tmp_path):
     assert doc["op"] == "barrier" and {r["algorithm"] for r in doc["results"]} == {"native",
                                                                                  "ring"}
     assert "recorded as run" in p.stderr
+
+
+@pytest.mark.parametrize(("script", "tag"), [("scripts/setup.sh", "setup"),
+                                             ("scripts/test.sh", "test")])
+def test_scripts_say_plain_text_off_a_terminal(script, tag):
+    """setup.sh's and test.sh's `say`, its stderr a pipe (a CI log, `> log 2>&1`): no escape
+    codes. (Only the definition runs: the scripts themselves build and test for minutes.)"""
+    text = (ROOT / script).read_text()
+    m = re.search(r"^if \[ -t 2 \]; then\n.*?^fi\n", text, re.S | re.M)
+    assert m, f"{script}: say is no longer chosen by whether stderr is a terminal"
+    p = subprocess.run(["bash", "-c", m.group(0) + "say hello"], capture_output=True,
+                       text=True, timeout=30)
+    assert p.returncode == 0 and p.stderr == f"[{tag}] hello\n", p.stderr
