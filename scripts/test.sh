@@ -5,7 +5,12 @@
 # drop-in with Debian's own Open MPI and MPICH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-say() { printf '\033[1m[test]\033[0m %s\n' "$*" >&2; }
+# Bold only where a person reads it: a file or a pipe (a CI log) gets plain text.
+if [ -t 2 ]; then
+    say() { printf '\033[1m[test]\033[0m %s\n' "$*" >&2; }
+else
+    say() { printf '[test] %s\n' "$*" >&2; }
+fi
 
 if [ -n "${MPICC:-}" ]; then mpis=(system); else mpis=(mpich openmpi); fi
 if [ "${mpis[0]}" = system ]; then scripts/setup.sh; else scripts/setup.sh "${mpis[@]}"; fi

@@ -9,12 +9,13 @@ dispatches.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from . import __version__, run
 from .bench import bench
 from .core import testbed
-from .core.args import Parser, UsageError, report_usage
+from .core.args import Parser, UsageError, report_usage, resolve_args
 from .core.files import Terminated, sigterm_as_interrupt
 from .dyn import cholesky
 from .model import model, splittree, validate
@@ -67,13 +68,27 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    # --db FILE on any verb: the store every part of the verb opens (Store.open's default,
+    # and the children it launches) is that file, as with COLLTUNE_DB=FILE; restored after,
+    # for callers that run several commands in one process (the tests).
+    saved_db = os.environ.get("COLLTUNE_DB")
     try:
+        # Arguments that can be known wrong (an output path that cannot be written, no
+        # table) end the command here, before anything is launched or recorded.
+        resolve_args(args)
+        if getattr(args, "db", None):
+            os.environ["COLLTUNE_DB"] = str(args.db)
         # SIGTERM (a batch system's time limit) unwinds like Ctrl-C: runs end as
         # 'interrupted' with what they had measured.
         with sigterm_as_interrupt():
             return int(args.func(args) or 0)
+    except BrokenPipeError:  # `colltune algorithms | head`: the reader has what it wanted
+        # Python would print the same error again on flushing stdout at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except UsageError as e:  # a bad argument found before anything ran or was recorded
-        return report_usage(f"colltune {args.verb}", e)
+        verb = " ".join(filter(None, (args.verb, getattr(args, "store_verb", None))))
+        return report_usage(f"colltune {verb}", e)
     except StoreError as e:  # a damaged, foreign or locked store: said once, never written
         print(f"colltune {args.verb}: {e}", file=sys.stderr)
         return 1
@@ -83,6 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("\ncolltune: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if saved_db is None:
+            os.environ.pop("COLLTUNE_DB", None)
+        else:
+            os.environ["COLLTUNE_DB"] = saved_db
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from .bench.bench import (
     ratio_text,
     run_bench,
 )
+from .core.args import add_output, writes
 from .core.colls import CLASSIC, COLLS
 from .core.files import Terminated
 from .core.mpi import MPIBuild, MPIError
@@ -31,14 +32,18 @@ RUN_ITERS = 10
 # Its last tuning step, the table verified through the drop-in: few rounds, to stay short.
 RUN_VERIFY_ROUNDS = 2
 TABLE = "colltune-table.json"
+# Its stages, in order (the README lists them; tests/python/test_cli_names.py compares).
+STAGES = ["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "verify", "overlap", "suite"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="the main job: benchmark every operation, record, report")
     bench_arguments(p, max_size=RUN_MAX, iters=RUN_ITERS)
-    p.add_argument("-o", "--output", default=None,
-                   help="report file (default: colltune-report.html in the current directory)")
-    p.set_defaults(func=cmd_run)
+    add_output(p, "the HTML report to write (default: colltune-report.html)",
+               default="colltune-report.html")
+    # What the stages leave in the current directory, beside the report.
+    p.set_defaults(func=cmd_run, cwd_outputs=("machine.json", "p2p.json", TABLE))
+    writes(p, "cwd_outputs")
 
 
 class Stages:
@@ -192,8 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
           f"{args.iters or 'adaptive'} iterations; store {store.path}")
     run = store.begin_run("run", sys.argv[1:], ranks=args.ranks,
                           binding=build.binding_label(args.ranks, not args.no_bind))
-    stages = Stages(["probe", "p2p", *(f"bench {op}" for op in COLLS), "tune", "verify",
-                     "overlap", "suite"])
+    stages = Stages(STAGES)
     try:
         # The machine first: caches, sharing, memory and communication layers, quickly.
         from .probe.probe import quick_probe

@@ -117,8 +117,7 @@ def test_size_parser_refuses(text):
 def test_help_states_every_default(capsys):
     assert run_cli(["bench", "--help"]) == 0
     text = capsys.readouterr().out.split("options:", 1)[1]
-    for option, default in (("--max", "4M"), ("--min", "8"), ("--warmup", "0"),
-                            ("--root", "0")):
+    for option, default in (("--sizes", "8-4M"), ("--warmup", "0"), ("--root", "0")):
         part = text.split(option, 1)[1].split("\n  -", 1)[0]
         assert "default" in part and default in part, (option, part)
 

@@ -179,7 +179,7 @@ def test_cli_json_records_and_refuses(tmp_path, child_env):
     assert p.returncode == 2 and "grid 3x1 has 3 ranks but --ranks is 4" in p.stderr
     p = _colltune("cholesky", "--n", "16", "--nb", "32", "--ranks", "2", "--no-record",
                   env=env, cwd=tmp_path)
-    assert p.returncode == 2 and "--nb 32 is larger than --n 16" in p.stderr
+    assert p.returncode == 2 and "--nb 32 is larger than --order 16" in p.stderr
 
 
 def _doc(n: int, on: float, off: float) -> dict:

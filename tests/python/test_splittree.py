@@ -60,10 +60,10 @@ def test_text_and_single_n(child_env):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--nproc", "2"], "--nproc must be at least 3"),
-    (["--nproc", "-5"], "--nproc must be at least 3"),
-    (["--nproc", "64", "--n", "1"], "--n must be between 2 and 63"),
-    (["--nproc", "64", "--n", "64"], "--n must be between 2 and 63"),
+    (["--nproc", "2"], "-n/--ranks must be at least 3"),
+    (["--nproc", "-5"], "-n/--ranks must be at least 3"),
+    (["--nproc", "64", "--n", "1"], "--app-ranks must be between 2 and 63"),
+    (["--nproc", "64", "--n", "64"], "--app-ranks must be between 2 and 63"),
     (["--nproc", "64", "--mpi", "nosuchmpi"], "no colltune build for MPI 'nosuchmpi'"),
 ])
 def test_bad_arguments_exit_2(child_env, args, message):

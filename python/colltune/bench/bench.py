@@ -13,7 +13,23 @@ import tempfile
 import threading
 from pathlib import Path
 
-from ..core.args import MAX_COUNT, byte_size, check_memory, count_int, int_type, need, positive_int
+from ..core.args import (
+    MAX_COUNT,
+    JsonFlag,
+    add_algs,
+    add_db,
+    add_ops,
+    add_output,
+    add_ranks,
+    add_size_range,
+    byte_size,
+    check_memory,
+    count_int,
+    int_type,
+    need,
+    positive_int,
+    split_list,
+)
 from ..core.colls import COLLS, MOVEMENT, REDUCTIONS, SIZE_MEANING
 from ..core.files import Terminated, write_atomic
 from ..core.mpi import MPIBuild, MPIError, describe_library, stop_process_group
@@ -23,7 +39,7 @@ from ..core.units import human_size
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("algorithms", help="list the algorithm registry")
-    p.add_argument("--op", choices=COLLS, help="only this operation's algorithms")
+    add_ops(p, "only these operations' algorithms (comma-separated; default: all)")
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
                                  "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--json", action="store_true", help="print the registry as JSON")
@@ -38,10 +54,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("bench", help="OSU-style latency benchmark of a collective")
     bench_arguments(p, max_size="4M", iters=0)
-    p.add_argument("--op", choices=COLLS, required=True, help="the operation to benchmark")
-    p.add_argument("--algs", default="all",
-                   help="comma-separated algorithms, 'native' for MPI's own (default: all)")
-    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    add_ops(p, "the operation to benchmark (one; needed)", one=list(COLLS), dest="op")
+    add_algs(p, "comma-separated algorithms, 'native' for MPI's own (default: all)",
+             default="all")
+    add_output(p, "also write the results (colltune-bench/1 JSON) to FILE")
+    p.add_argument("--json", action=JsonFlag,
+                   help="print the results as JSON on stdout instead of the table (with a "
+                        "FILE: the older spelling of -o FILE)")
     p.set_defaults(func=cmd_bench)
 
 
@@ -49,14 +68,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def bench_arguments(p: argparse.ArgumentParser, max_size: str, iters: int) -> None:
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
                                  "(default: $COLLTUNE_MPI or mpich)")
-    p.add_argument("-n", "--ranks", type=positive_int, default=os.cpu_count() or 1,
-                   help="MPI ranks (default: all cores, one rank per core)")
-    p.add_argument("--min", type=byte_size, default=byte_size("8"),
-                   help="smallest size in bytes (default 8): of the message (bcast), the vector "
-                        "(reduce, allreduce) or one rank's block (scatter, gather, allgather, "
-                        "alltoall); the barrier has no size")
-    p.add_argument("--max", type=byte_size, default=byte_size(max_size),
-                   help=f"largest size (default {max_size})")
+    add_ranks(p, "MPI ranks (default: all cores, one rank per core)", type=positive_int,
+              default=os.cpu_count() or 1)
+    add_size_range(p, "8", max_size, "the size of the message (bcast), the vector (reduce, "
+                                     "allreduce) or one rank's block (scatter, gather, "
+                                     "allgather, alltoall); the barrier has no size")
     p.add_argument("--iters", type=count_int, default=iters,
                    help="timed iterations per size (default: "
                         + (f"{iters})" if iters else "20 to 1000 by size)"))
@@ -75,6 +91,7 @@ def bench_arguments(p: argparse.ArgumentParser, max_size: str, iters: int) -> No
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
     p.add_argument("--force", action="store_true",
                    help="run even when the buffers would not fit in the free memory")
+    add_db(p)
 
 
 def bench_bytes_per_rank(op: str, max_size: int, ranks: int) -> int:
@@ -127,23 +144,32 @@ def cmd_algorithms(args: argparse.Namespace) -> int:
     except MPIError as e:
         print(f"colltune: {e}", file=sys.stderr)
         return 2
-    if args.op:
-        reg = [a for a in reg if a["coll"] == args.op]
+    if args.ops:
+        ops = split_list(args.ops, "--ops", list(COLLS), "operation")
+        reg = [a for a in reg if a["coll"] in ops]
     if args.json:
         print(json.dumps(reg, indent=2))
         return 0
     if args.markdown:
         print(registry_markdown(reg), end="")
         return 0
-    width = max([len("collective"), *(len(a["coll"]) for a in reg)]) + 1
-    print(f"{'collective':<{width}}{'algorithm':<20}{'properties':<40}summary")
+    print(registry_text(reg), end="")
+    return 0
+
+
+def registry_text(reg: list[dict]) -> str:
+    """`colltune algorithms`' table: each column as wide as its longest cell, two spaces
+    between columns, so that no two cells run together whatever the registry holds."""
+    rows = [("collective", "algorithm", "properties", "summary")]
     for a in reg:
         props = [k for k in ("segmentable", "needs_commutative", "takes_radix", "native",
                              "hierarchical", "shared_memory") if a.get(k)]
         if a["default_segsize"]:
             props.append(f"segment {human_size(a['default_segsize'])}")
-        print(f"{a['coll']:<{width}}{a['name']:<20}{', '.join(props):<40}{a['summary']}")
-    return 0
+        rows.append((a["coll"], a["name"], ", ".join(props), a["summary"]))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    return "".join("  ".join(c.ljust(w) for c, w in zip(r[:3], widths, strict=True))
+                   + "  " + r[3] + "\n" for r in rows)
 
 
 def cmd_preload(args: argparse.Namespace) -> int:
@@ -385,6 +411,8 @@ def open_store():
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    need(args.op is not None, f"--ops is needed: the operation to benchmark, one of "
+                              f"{', '.join(COLLS)}")
     try:
         build = MPIBuild.select(args.mpi)
         check_bench_args(args, [args.op], build, args.algs)
@@ -423,11 +451,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if run:
         run.set_meta(mpi=doc["mpi"])
         run.finish("complete")
-    print(comparison_table(doc))
-    if args.json:
-        write_atomic(args.json, json.dumps(doc, indent=1))
+    if args.json:  # stdout is the document alone, for a pipe; the rest goes to stderr
+        print(json.dumps(doc, indent=1))
+    else:
+        print(comparison_table(doc))
+    if args.output:
+        write_atomic(args.output, json.dumps(doc, indent=1))
     if run:
-        print(f"recorded as run {run.id} in {store.path}")
+        print(f"recorded as run {run.id} in {store.path}",
+              file=sys.stderr if args.json else sys.stdout)
     return 0 if all(r.get("check") != "FAILED" for r in doc["results"]) else 3
 
 

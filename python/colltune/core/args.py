@@ -176,3 +176,224 @@ def report_usage(prog: str, exc: UsageError) -> int:
     """Print a UsageError as the one line and return the usage exit status."""
     print(f"{prog}: {exc}", file=sys.stderr)
     return USAGE_STATUS
+
+
+# --- One name per idea (issue 39) -------------------------------------------------------------
+# Every verb spells an idea the same way: -n/--ranks, --sizes, --ops, --algs, --table,
+# -o/--output, --json (a flag: JSON on stdout), --db. Names that verbs used before stay
+# accepted as hidden aliases (help=SUPPRESS), so that scripts and notes written against them
+# keep working; `colltune VERB --help` shows only the one name.
+
+DB_HELP = "the results store (default: $COLLTUNE_DB, else ~/.local/share/colltune/colltune.db)"
+SIZES_UNITS = "K, M and G are binary: 4M = 4 MiB"
+
+
+def hidden(p: argparse.ArgumentParser, *names: str, dest: str, **kwargs) -> None:
+    """An old spelling of an option: accepted, not shown in --help. Its default is
+    SUPPRESS, so that it never overrides the canonical option's default."""
+    kwargs.setdefault("default", argparse.SUPPRESS)
+    p.add_argument(*names, dest=dest, help=argparse.SUPPRESS, **kwargs)
+
+
+def add_ranks(p: argparse.ArgumentParser, help: str, *, old: tuple[str, ...] = (),
+              dest: str = "ranks", **kwargs) -> None:
+    """-n/--ranks, the MPI job's rank count (or list, or range, as the verb takes), with the
+    verb's old spellings hidden."""
+    kwargs.setdefault("metavar", "RANKS")
+    p.add_argument("-n", "--ranks", dest=dest, help=help, **kwargs)
+    if old:
+        hidden(p, *old, dest=dest, type=kwargs.get("type"))
+
+
+def parse_counts(text: str, option: str = "--ranks") -> list[int]:
+    """'4', '2,4,8', '2-16' or '2-4,8': counts >= 1, sorted, without repeats (UsageError if
+    not)."""
+    out: list[int] = []
+    for part in split_list(text, option, what="count"):
+        a, _, b = part.partition("-")
+        try:
+            lo, hi = int(a), int(b or a)
+        except ValueError:
+            raise UsageError(f"{option} '{text}': '{part}' is not a count or range; allowed: "
+                             "counts >= 1 as N, A-B or a comma list (e.g. 2-8 or 4,8,16)") from None
+        need(1 <= lo <= hi, f"{option} '{text}': '{part}' is not a range of counts >= 1 "
+                            "with A <= B (e.g. 2-8)")
+        out += range(lo, hi + 1)
+    return sorted(set(out))
+
+
+def powers_of_two(lo: int, hi: int) -> list[int]:
+    """lo, then every power of two above it, up to hi, then hi: a size range as a list."""
+    out = [lo]
+    s = 1 << lo.bit_length()
+    while s < hi:
+        out.append(s)
+        s <<= 1
+    if hi != lo:
+        out.append(hi)
+    return out
+
+
+def parse_size_range(text: str, option: str = "--sizes") -> tuple[int, int]:
+    """'8-4M' (MIN-MAX) or '64K' (one size): (MIN, MAX) in bytes (UsageError if not)."""
+    lo, _, hi = text.partition("-")
+    try:
+        a, b = parse_size(lo), parse_size(hi or lo)
+    except ValueError as e:
+        raise UsageError(f"{option} '{text}': {e}") from None
+    need(1 <= a <= b, f"{option} '{text}': allowed MIN-MAX with 1 B <= MIN <= MAX "
+                      "(e.g. 8-4M)")
+    return a, b
+
+
+def parse_size_list(text: str, option: str = "--sizes") -> list[int]:
+    """'8,64K,1M', '8-4M' (MIN, the powers of two between, MAX) or both mixed: sizes in bytes,
+    sorted, without repeats (UsageError if not)."""
+    out: set[int] = set()
+    for part in split_list(text, option, what="size"):
+        a, b = parse_size_range(part, option)
+        out.update(powers_of_two(a, b))
+    return sorted(out)
+
+
+class SizeRange(argparse.Action):
+    """--sizes MIN-MAX (or one size) for verbs that sweep a range: sets `min` and `max`, the
+    destinations the old --min/--max options keep writing."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            namespace.min, namespace.max = parse_size_range(values, option_string or "--sizes")
+        except UsageError as e:
+            parser.error(str(e))
+
+
+def add_size_range(p: argparse.ArgumentParser, lo: str, hi: str, what: str) -> None:
+    """--sizes MIN-MAX, with --min and --max as hidden aliases (the same destinations)."""
+    p.add_argument("--sizes", action=SizeRange, default=argparse.SUPPRESS, metavar="MIN-MAX",
+                   help=f"the size range, powers of two from MIN to MAX, e.g. 8-4M ({SIZES_UNITS})"
+                        f"; {what} (default {lo}-{hi})")
+    p.set_defaults(min=byte_size(lo), max=byte_size(hi))
+    hidden(p, "--min", dest="min", type=byte_size)
+    hidden(p, "--max", dest="max", type=byte_size)
+
+
+def op_name(allowed: list[str]):
+    """An argparse type: one operation name (a list is refused: the verb takes one)."""
+    def parse(text: str) -> str:
+        if text not in allowed:
+            many = " (this verb takes one operation)" if "," in text else ""
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: '{text}'{many}; allowed: {', '.join(allowed)}")
+        return text
+    parse.__name__ = "operation"
+    return parse
+
+
+def add_ops(p: argparse.ArgumentParser, help: str, *, one: list[str] | None = None,
+            dest: str = "ops", **kwargs) -> None:
+    """--ops, with --op a hidden alias. one=ALLOWED: the verb takes one operation from
+    ALLOWED (dest `op`); else a comma-separated list the verb splits."""
+    if one is not None:
+        kwargs.setdefault("type", op_name(one))
+        kwargs.setdefault("metavar", "{" + ",".join(one) + "}")  # as argparse shows choices
+    p.add_argument("--ops", dest=dest, help=help, **kwargs)
+    hidden(p, "--op", dest=dest, type=kwargs.get("type"))
+
+
+def add_algs(p: argparse.ArgumentParser, help: str, *, dest: str = "algs", **kwargs) -> None:
+    """--algs, with --alg a hidden alias."""
+    p.add_argument("--algs", dest=dest, help=help, **kwargs)
+    hidden(p, "--alg", dest=dest)
+
+
+def add_table(p: argparse.ArgumentParser, help: str, *, positional: bool = False) -> None:
+    """--table FILE; positional=True: the old positional TABLE still works too (one of the two
+    is needed; resolve_args joins them into `table`)."""
+    p.add_argument("--table", metavar="FILE", default=None, help=help)
+    if positional:
+        p.add_argument("table_arg", nargs="?", metavar="TABLE", default=None,
+                       help="the same as --table FILE (the older spelling)")
+        p.set_defaults(table_needed=True)
+
+
+def add_output(p: argparse.ArgumentParser, help: str, *, default: str | None = None,
+               metavar: str = "FILE") -> None:
+    """-o/--output FILE, the file the verb writes; resolve_args checks before anything runs
+    that it can be written."""
+    p.add_argument("-o", "--output", metavar=metavar, default=default, help=help)
+    writes(p, "output")
+
+
+def writes(p: argparse.ArgumentParser, *dests: str) -> None:
+    """Destinations holding paths the verb writes: checked by resolve_args before it runs."""
+    old = p.get_default("writes_to") or ()
+    p.set_defaults(writes_to=(*old, *dests))
+
+
+class JsonFlag(argparse.Action):
+    """--json: JSON on stdout. `--json FILE`, bench's older spelling of -o FILE, still
+    writes FILE."""
+
+    def __init__(self, option_strings, dest, output_dest: str = "output", **kwargs):
+        self.output_dest = output_dest
+        kwargs.setdefault("metavar", "FILE")
+        super().__init__(option_strings, dest, nargs="?", const=True, default=False, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if values is True:
+            setattr(namespace, self.dest, True)
+        else:
+            setattr(namespace, self.output_dest, values)
+
+
+def add_db(p: argparse.ArgumentParser) -> None:
+    """--db FILE, the results store this verb reads or writes."""
+    p.add_argument("--db", metavar="FILE", default=None, help=DB_HELP)
+
+
+def cannot_write(path: str | os.PathLike) -> str | None:
+    """Why `path` cannot be written as a file (its folder missing or not writable, a folder
+    in its place), or None when it can. Checked before any measurement, so that the error
+    comes before the work instead of after it."""
+    from pathlib import Path
+
+    if str(path) == "-":
+        return None
+    p = Path(path).expanduser()
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        return "it is a directory"
+    if not parent.exists():
+        return "no such directory"
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    if p.exists():
+        if not os.access(p, os.W_OK):
+            return "permission denied"
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        return f"directory {parent} is not writable"
+    return None
+
+
+def check_writable(path: str | os.PathLike | None) -> None:
+    """UsageError 'cannot write PATH: why' unless `path` (None: nothing) can be written."""
+    if path is None:
+        return
+    why = cannot_write(path)
+    need(why is None, f"cannot write {path}: {why}")
+
+
+def resolve_args(args: argparse.Namespace) -> None:
+    """What every verb's arguments need after parsing and before the verb runs: the table
+    given either way, every output path writable (UsageError: one line, exit status 2,
+    nothing run or recorded)."""
+    if hasattr(args, "table_arg"):
+        a, b = args.table_arg, getattr(args, "table", None)
+        need(not (a and b and a != b), f"two tables given: {a} and --table {b}; give one")
+        args.table = a or b
+        if getattr(args, "table_needed", False):
+            need(args.table is not None, "a table is needed: --table FILE")
+    for dest in getattr(args, "writes_to", ()) or ():
+        value = getattr(args, dest, None)
+        for path in value if isinstance(value, (list, tuple)) else [value]:
+            check_writable(path)

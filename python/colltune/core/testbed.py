@@ -28,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from .args import add_ranks
 from .files import write_atomic
 from .hosts import (
     DEFAULT_NAME,
@@ -357,7 +358,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     q = tsub.add_parser("mpiexec", help="run an MPI program across the hosts")
     q.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
                                  "(default: $COLLTUNE_MPI or mpich)")
-    q.add_argument("-n", type=int, default=None, help="ranks (default: hosts x ppn)")
+    add_ranks(q, "ranks (default: hosts x ppn)", type=int, default=None, dest="n")
     q.add_argument("-ppn", "--ppn", type=int, default=1, help="ranks per host (default 1)")
     q.add_argument("--timeout", type=float, default=RUN_TIMEOUT_S,
                    help=f"seconds before the job is stopped (default {RUN_TIMEOUT_S})")

@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..core.args import add_db, add_ranks, hidden, need
 from ..core.mpi import (
     MPIBuild,
     MPIError,
@@ -86,9 +87,9 @@ def grid_hosts(grid: tuple[int, int], rank_hosts: list[str]) -> dict:
 
 def check_sizes(n: int, nb: int, ranks: int) -> None:
     if n < 1 or nb < 1:
-        raise CholeskyUsage(f"--n and --nb must be positive (got {n} and {nb})")
+        raise CholeskyUsage(f"--order and --nb must be positive (got {n} and {nb})")
     if nb > n:
-        raise CholeskyUsage(f"--nb {nb} is larger than --n {n}")
+        raise CholeskyUsage(f"--nb {nb} is larger than --order {n}")
     if ranks < 1:
         raise CholeskyUsage("--ranks must be at least 1")
 
@@ -286,7 +287,7 @@ def run_starpu(sp: dict, *, n: int, nb: int, ranks: int, grid: tuple[int, int], 
     bed's namespaces, `link_tx_bytes` is what each host's eth0 sent over all the jobs (the
     monitor is the drop-in of the project's MPIs, not of Debian's)."""
     if n % nb:
-        raise CholeskyUsage(f"StarPU's mpi_cholesky needs --nb to divide --n ({n} % {nb} != 0)")
+        raise CholeskyUsage(f"StarPU's mpi_cholesky needs --nb to divide --order ({n} % {nb} != 0)")
     env = {"STARPU_NCPU": str(workers), "STARPU_NCUDA": "0", "STARPU_NOPENCL": "0",
            "STARPU_SILENT": "1", "STARPU_MPI_COOP_SENDS": str(coop),
            # Several ranks on one machine: StarPU would bind every rank's workers to the same
@@ -443,6 +444,7 @@ def text_table(doc: dict) -> str:
 
 
 def cmd_cholesky(args: argparse.Namespace) -> int:
+    need(args.n is not None, "--order is needed: the matrix order N")
     try:
         apply_host_arguments(args)
         build = MPIBuild.select(args.mpi)
@@ -473,11 +475,13 @@ def cmd_cholesky(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("cholesky", help="tiled Cholesky over colltune's task runtime, dynamic "
                                         "broadcasts on/off (and StarPU-MPI's example)")
-    p.add_argument("--n", type=int, required=True, help="matrix order")
+    p.add_argument("--order", dest="n", type=int, default=None, metavar="N",
+                   help="the matrix order N (needed)")
+    hidden(p, "--n", dest="n", type=int)
     p.add_argument("--nb", type=int, required=True,
                    help="tile size (need not divide N; StarPU's example needs it to)")
-    p.add_argument("--ranks", type=int, default=None,
-                   help="MPI ranks (default: all cores; across hosts, hosts x --ppn)")
+    add_ranks(p, "MPI ranks (default: all cores; across hosts, hosts x --ppn)", type=int,
+              default=None)
     p.add_argument("--grid", help="process grid PxQ with P*Q = ranks (default: most square; "
                                   "across hosts, the most square with Q a multiple of --ppn)")
     p.add_argument("--dynbcast", choices=("on", "off", "both", "plain"), default="on",
@@ -496,6 +500,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                                  "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.add_argument("--no-record", action="store_true", help="do not record in the store")
+    add_db(p)
     p.add_argument("--monitor", choices=("off", "peers"), default=None,
                    help="run under the drop-in's message monitor and report bytes sent per "
                         "host (default: peers across hosts, off on one machine)")

@@ -291,17 +291,19 @@ def load_p2p(path: str | Path) -> dict:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..core.args import byte_size
+    from ..core.args import add_algs, add_ops, add_ranks, byte_size, hidden
     from ..core.colls import COLLS
 
     p = sub.add_parser("predict", help="predict a collective's time from p2p.json (no MPI run)")
-    p.add_argument("--op", choices=COLLS, required=True, help="the operation to predict")
-    p.add_argument("--alg", required=True,
-                   help="algorithm name (`colltune algorithms`), or all: every one of the op")
-    p.add_argument("--size", type=byte_size, default=None,
-                   help="message size, e.g. 128K (per rank's block for scatter, gather, "
-                        "allgather, alltoall); not for barrier")
-    p.add_argument("--ranks", type=int, required=True, help="number of ranks")
+    add_ops(p, "the operation to predict (one; needed)", one=list(COLLS), dest="op")
+    add_algs(p, "comma-separated algorithm names (`colltune algorithms`), or all: every one "
+                "of the operation (needed)", dest="alg")
+    p.add_argument("--sizes", dest="size", type=byte_size, default=None, metavar="SIZE",
+                   help="the message size (one), e.g. 128K (K, M and G are binary: 4M = 4 MiB; "
+                        "per rank's block for scatter, gather, allgather, alltoall); not for "
+                        "barrier")
+    hidden(p, "--size", dest="size", type=byte_size)
+    add_ranks(p, "number of ranks (needed)", type=int, default=None)
     p.add_argument("--segsize", default=None,
                    help="segment size, e.g. 8K; 0: unsegmented (default: the algorithm's)")
     p.add_argument("--root", type=int, default=0, help="root rank (default 0)")
@@ -327,11 +329,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from ..core.args import byte_size
+    from ..core.args import UsageError, byte_size, need, split_list
     from ..core.units import human_size
 
+    need(args.op is not None, "--ops is needed: the operation to predict")
+    need(args.alg is not None, "--algs is needed: algorithm names, or all")
+    need(args.ranks is not None, "-n/--ranks is needed: the number of ranks")
     if args.op != "barrier" and args.size is None:
-        print("colltune predict: --size is needed for " + args.op, file=sys.stderr)
+        print("colltune predict: --sizes is needed for " + args.op, file=sys.stderr)
         return 2
     if args.ranks < 1:
         print("colltune predict: --ranks must be at least 1", file=sys.stderr)
@@ -358,10 +363,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
                                hosts=across)
         reg = [a for a in build.registry() if a["coll"] == args.op and not a["native"]]
         algs = {a["name"] for a in reg}
-        if args.alg != "all" and args.alg not in algs:
-            raise ModelError(f"unknown {args.op} algorithm '{args.alg}' (one of: "
+        try:
+            named = split_list(args.alg, "--algs", what="algorithm")
+        except UsageError as e:
+            raise ModelError(str(e)) from None
+        bad = [a for a in named if a != "all" and a not in algs]
+        if bad:
+            raise ModelError(f"unknown {args.op} algorithm '{bad[0]}' (one of: "
                              f"{', '.join(sorted(algs))}, or all)")
-        chosen = [a["name"] for a in reg] if args.alg == "all" else [args.alg]
+        chosen = [a["name"] for a in reg] if "all" in named else named
         hier = {a["name"] for a in reg if a.get("hierarchical")}
         rows = [model.predict(args.op, alg, args.size or 0, args.ranks, segsize=seg,
                               root=args.root, radix=args.radix, nodes=nodes,

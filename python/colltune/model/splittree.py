@@ -15,6 +15,7 @@ import json
 import math
 import sys
 
+from ..core.args import add_ranks, hidden, need
 from ..core.mpi import MPIBuild, MPIError
 
 
@@ -78,9 +79,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "C(N) = (Nproc/N) * H(Nproc), in units of one point-to-point transfer "
                     "of the buffer; for each N the S (levels on the application cores) that "
                     "minimises the overlapped time, then the best N overall. No MPI run.")
-    p.add_argument("--nproc", type=int, required=True, help="total cores (at least 3)")
-    p.add_argument("--n", type=int, default=None,
-                   help="only this number of application cores (2 to nproc-1)")
+    add_ranks(p, "Nproc: the ranks, one a core (at least 3; needed)", type=int, default=None,
+              old=("--nproc",), dest="nproc")
+    p.add_argument("--app-ranks", dest="n", type=int, default=None, metavar="N",
+                   help="only this number N of application ranks (2 to Nproc-1)")
+    hidden(p, "--n", dest="n", type=int)
     p.add_argument("--mpi", help="the build whose libcolltune.so computes it "
                                  "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--json", action="store_true",
@@ -96,12 +99,13 @@ def _fmt(t: float) -> str:
 
 
 def cmd_splittree(args: argparse.Namespace) -> int:
+    need(args.nproc is not None, "-n/--ranks is needed: Nproc, the ranks (at least 3)")
     if args.nproc < 3:
-        print(f"colltune splittree: --nproc must be at least 3 (got {args.nproc}): N runs "
+        print(f"colltune splittree: -n/--ranks must be at least 3 (got {args.nproc}): N runs "
               "from 2 to nproc-1", file=sys.stderr)
         return 2
     if args.n is not None and not 2 <= args.n <= args.nproc - 1:
-        print(f"colltune splittree: --n must be between 2 and {args.nproc - 1} "
+        print(f"colltune splittree: --app-ranks must be between 2 and {args.nproc - 1} "
               f"(got {args.n})", file=sys.stderr)
         return 2
     try:

@@ -220,7 +220,7 @@ def validation_bench(doc: dict, command: str) -> dict:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..core.args import byte_size
+    from ..core.args import add_db, add_output, add_ranks, byte_size, hidden
     from ..core.mpi import add_host_arguments
 
     p = sub.add_parser("validate-model",
@@ -228,10 +228,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "(the model paper's figures 7 to 10)")
     p.add_argument("--p2p", default="p2p.json",
                    help="point-to-point costs (default p2p.json; measured first when missing)")
-    p.add_argument("--ranks", default="8,16", help="rank counts (default 8,16)")
-    p.add_argument("--size", type=byte_size, default=byte_size("128K"), help="message size (128K)")
+    add_ranks(p, "rank counts, e.g. 8,16 or 4-8 (default 8,16)", default="8,16")
     p.add_argument("--sizes", default=None,
-                   help="comma-separated message sizes instead of --size, e.g. 64K,512K,4M")
+                   help="message sizes: a comma list, e.g. 64K,512K,4M, or a range MIN-MAX "
+                        "(powers of two between; K, M and G are binary: 4M = 4 MiB) "
+                        "(default 128K)")
+    hidden(p, "--size", dest="size", type=byte_size)
+    p.set_defaults(size=byte_size("128K"))
     p.add_argument("--ops", default="bcast,scatter",
                    help=f"comma-separated operations from {', '.join(OPS)} (default "
                         "bcast,scatter)")
@@ -245,13 +248,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="take each ratio from the sweep alone (default: measure the model's "
                         "pick and the measured best again, head to head)")
     p.add_argument("--plots", default="validate-model", help="folder for the PNG plots")
-    p.add_argument("-o", "--output", default="validate-model.json",
-                   help="the JSON document of the comparison (default validate-model.json)")
+    add_output(p, "the JSON document of the comparison (default validate-model.json)",
+               default="validate-model.json")
     p.add_argument("--layer", type=int, default=None, help="p2p layer (default: the first)")
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
                                  "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-bind", action="store_true", help="do not pin ranks to cores")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
+    add_db(p)
     p.add_argument("--repredict", metavar="VALIDATION", default=None,
                    help="measure nothing: predict the measured rows of an earlier validation "
                         "(its JSON) again with --p2p, on its ranks' layout")
@@ -332,16 +336,15 @@ def cmd_repredict(args: argparse.Namespace) -> int:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from ..bench.bench import BenchInterrupted, run_bench
-    from ..core.args import byte_size
+    from ..core.args import parse_counts, parse_size_list
     from ..core.mpi import apply_host_arguments
 
     if args.repredict:
         return cmd_repredict(args)
     apply_host_arguments(args)
+    ranks = parse_counts(args.ranks, "-n/--ranks")
+    sizes = parse_size_list(args.sizes) if args.sizes else [args.size]
     try:
-        ranks = [int(x) for x in args.ranks.split(",") if x.strip()]
-        sizes = ([byte_size(x.strip()) for x in args.sizes.split(",") if x.strip()]
-                 if args.sizes else [args.size])
         ops = [x.strip() for x in args.ops.split(",") if x.strip()]
         named = [x.strip() for x in args.algs.split(",") if x.strip()] if args.algs else None
     except (ValueError, argparse.ArgumentTypeError):

@@ -19,6 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..core.args import add_db, add_output
 from ..core.mpi import MPIBuild, MPIError
 
 LEVELS = ("counters", "count", "peers", "sizes")
@@ -157,11 +158,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                        "colltune monitor [--level L] -- mpiexec -n 4 ./app")
     p.add_argument("--level", choices=LEVELS, default="sizes",
                    help="how much the monitor records, least to most (default sizes)")
-    p.add_argument("-o", "--output", default="colltune-monitor.json",
-                   help="the JSON document of the matrices (default colltune-monitor.json)")
+    add_output(p, "the JSON document of the matrices (default colltune-monitor.json)",
+               default="colltune-monitor.json")
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
                                  "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
+    add_db(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- then the mpiexec command")
     p.set_defaults(func=cmd_monitor)
 

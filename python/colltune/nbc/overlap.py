@@ -171,31 +171,38 @@ def short_study(build: MPIBuild, nproc: int) -> dict:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from ..core.args import byte_size
+    from ..core.args import add_algs, add_db, add_output, add_ranks, byte_size, hidden
 
     p = sub.add_parser("overlap", help="non-blocking collectives and computation: colltune's "
                                        "split tree vs the MPI libraries (the split-tree paper)")
     p.add_argument("--ops", default="bcast,reduce",
                    help="comma-separated operations, bcast and/or reduce (default both)")
-    p.add_argument("--bytes", type=byte_size, default=byte_size("2M"),
-                   help="message size (default 2M)")
-    p.add_argument("--nproc", type=int, default=os.cpu_count() or 1, help="cores (all)")
-    p.add_argument("--ns", default=None, help="rank counts, e.g. 8-15 (default Nproc/2..Nproc-1)")
+    p.add_argument("--sizes", dest="bytes", type=byte_size, default=byte_size("2M"),
+                   metavar="SIZE", help="the message size (one; K, M and G are binary: "
+                                        "4M = 4 MiB) (default 2M)")
+    hidden(p, "--bytes", dest="bytes", type=byte_size)
+    add_ranks(p, "Nproc: the ranks of every job, one a core (default: all cores)", type=int,
+              default=os.cpu_count() or 1, old=("--nproc",), dest="nproc")
+    p.add_argument("--app-ranks", dest="ns", default=None, metavar="N",
+                   help="the application rank counts N, e.g. 8-15 or 4,6 "
+                        "(default Nproc/2..Nproc-1)")
+    hidden(p, "--ns", dest="ns")
     p.add_argument("--splits", default="0,1,2,3",
                    help="comma-separated split-tree S values to measure (default 0,1,2,3)")
-    p.add_argument("--alg", default="binomial",
-                   help="the algorithm of the blocking reference (default binomial)")
+    add_algs(p, "the algorithm of the blocking reference (one; default binomial)",
+             dest="alg", default="binomial")
     p.add_argument("--iters", type=int, default=20, help="iterations a point (default 20)")
     p.add_argument("--peers", default=None,
                    help="other MPI builds whose native collective to measure, comma-separated "
                         "(default: openmpi, and intelmpi when Intel MPI is installed; none: '')")
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system (default: $COLLTUNE_MPI "
                                  "or mpich)")
-    p.add_argument("-o", "--output", default="overlap.json",
-                   help="the JSON document of the study (default overlap.json)")
+    add_output(p, "the JSON document of the study (default overlap.json)",
+               default="overlap.json")
     p.add_argument("--plots", default="overlap-plots",
                    help="folder for the plots (default overlap-plots)")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
+    add_db(p)
     p.set_defaults(func=cmd_overlap)
 
 

@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-from ..core.args import byte_size
+from ..core.args import add_output, add_ranks, add_table, check_writable, parse_size_list
 from ..core.mpi import MPIBuild, MPIError
 from ..core.progress import ProgressBar
 from ..tune import table as tbl
@@ -141,14 +141,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("tune-nbc", help="tune the non-blocking collectives into a table: "
                                         "algorithm, split level and progress thread, by the "
                                         "time next to computation")
-    p.add_argument("table", help="the tuning table to add the entries to (written in place "
-                                 "unless -o is given)")
+    add_table(p, "the tuning table to add the entries to (written in place unless -o is "
+                 "given; needed)", positional=True)
     p.add_argument("--ops", default=",".join(BASE),
                    help=f"comma-separated non-blocking operations (default {','.join(BASE)})")
-    p.add_argument("--ranks", type=int, default=None,
-                   help="tune at this communicator size (default: the table's)")
+    add_ranks(p, "tune at this communicator size (default: the table's)", type=int,
+              default=None)
     p.add_argument("--sizes", default=None,
-                   help="comma-separated sizes, e.g. 8,64K,1M (default: the table's)")
+                   help="sizes: a comma list, e.g. 8,64K,1M, or a range MIN-MAX (powers of two "
+                        "between; K, M and G are binary: 4M = 4 MiB) (default: the table's)")
     p.add_argument("--compute-us", type=float, default=None,
                    help="the computation beside the collective (default: the blocking native "
                         "collective's time at each point)")
@@ -156,11 +157,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--margin", type=float, default=DEFAULT_MARGIN,
                    help="how much faster than native a choice must be (default 0.05)")
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system (default: the table's)")
-    p.add_argument("-o", "--output", default=None, help="write the table here instead")
+    add_output(p, "write the table here instead")
     p.set_defaults(func=cmd_tune_nbc)
 
 
 def cmd_tune_nbc(args: argparse.Namespace) -> int:
+    check_writable(args.output or args.table)  # in place without -o: before any measurement
     try:
         doc = tbl.load(args.table)
         ops = [o for o in args.ops.split(",") if o]
@@ -173,7 +175,7 @@ def cmd_tune_nbc(args: argparse.Namespace) -> int:
         registry = build.registry()
         if args.sizes or args.ranks:
             ranks = args.ranks or max(e["ranks"] for e in doc["entries"])
-            sizes = [byte_size(s) for s in args.sizes.split(",")] if args.sizes else sorted(
+            sizes = parse_size_list(args.sizes) if args.sizes else sorted(
                 {e["size_bytes"] for e in doc["entries"] if e["ranks"] == ranks})
             points = [(op, ranks, s) for op in ops for s in sizes]
         else:

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from .. import __version__
+from ..core.args import add_db, add_output, hidden
 from ..core.files import write_atomic
 from ..core.machine import fingerprint
 from ..core.mpi import (
@@ -605,6 +606,18 @@ def _max_size(text: str) -> int:
     return value
 
 
+def _size_range(text: str) -> int:
+    """--sizes: MAX or 1-MAX (the grid starts at 1 B): MAX in bytes."""
+    lo, dash, hi = text.partition("-")
+    if dash:
+        from ..core.args import byte_size
+
+        if byte_size(lo) != 1:
+            raise argparse.ArgumentTypeError(f"'{text}': the p2p grid always starts at 1 B; "
+                                             "give MAX or 1-MAX")
+    return _max_size(hi if dash else text)
+
+
 def _fmt(n: int) -> str:
     from ..core.units import fmt_size
 
@@ -622,7 +635,7 @@ def _clock(seconds: float) -> str:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("p2p", help="measure point-to-point costs (os, or, g, Isend modes) "
                                    "per communication layer; write p2p.json")
-    p.add_argument("-o", "--output", default="p2p.json", help="p2p file (p2p.json)")
+    add_output(p, "the p2p file (default: p2p.json)", default="p2p.json")
     p.add_argument("--quick", action="store_true",
                    help="a short run: 2 sizes per octave, fewer samples")
     p.add_argument("--machine", default=None,
@@ -630,8 +643,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
                                  "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
-    p.add_argument("--max-size", type=_max_size, default=MAX_BYTES,
-                   help="largest message (default 16M; e.g. 64K for a short check)")
+    p.add_argument("--sizes", dest="max_size", type=_size_range, default=MAX_BYTES,
+                   metavar="[1-]MAX",
+                   help="the message sizes, 1 B to MAX, e.g. 64K for a short check (K, M and G "
+                        "are binary: 4M = 4 MiB; the grid always starts at 1 B) (default 16M)")
+    hidden(p, "--max-size", dest="max_size", type=_max_size)
+    add_db(p)
     add_host_arguments(p)
     p.set_defaults(func=cmd_p2p)
 

@@ -30,6 +30,7 @@ from itertools import combinations
 from pathlib import Path
 
 from .. import __version__
+from ..core.args import add_db, add_output, writes
 from ..core.files import write_atomic
 from ..core.machine import fingerprint
 from ..core.mpi import MPIBuild, MPIError, add_host_arguments, apply_host_arguments, run_json_lines
@@ -833,9 +834,10 @@ def write_machine_json(doc: dict, path: str) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("probe", help="measure caches, sharing, memory contention and "
                                      "communication layers; write machine.json")
-    p.add_argument("-o", "--output", default="machine.json", help="machine file (machine.json)")
+    add_output(p, "the machine file (default: machine.json)", default="machine.json")
     p.add_argument("--xml", default=None,
                    help="hwloc XML topology with the latency matrix (default: OUTPUT.xml)")
+    writes(p, "xml")
     p.add_argument("--quick", action="store_true", help="a short run: coarser grids, fewer pairs")
     p.add_argument("--parts", default=",".join(PARTS),
                    help=f"comma-separated parts to run (default: {','.join(PARTS)})")
@@ -843,6 +845,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
                                  "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
+    add_db(p)
     add_host_arguments(p)
     p.set_defaults(func=cmd_probe)
 

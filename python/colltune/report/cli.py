@@ -3,8 +3,8 @@ read-only dashboard over the store)."""
 
 from __future__ import annotations
 
-from ..core.args import port_type
-from ..store.cli import DB_HELP, open_db, reports_errors
+from ..core.args import add_db, add_output, port_type
+from ..store.cli import open_db, reports_errors
 from ..store.store import StoreError, default_path
 
 
@@ -19,9 +19,8 @@ def _register_report(sub) -> None:
                                    "and MPI, reproduction commands) for the given runs.")
     p.add_argument("runs", type=int, nargs="*", metavar="RUN",
                    help="run ids (default: the latest complete run with results)")
-    p.add_argument("-o", "--output", metavar="FILE", default="report.html",
-                   help="the HTML file to write (default: report.html)")
-    p.add_argument("--db", metavar="PATH", help=DB_HELP)
+    add_output(p, "the HTML file to write (default: report.html)", default="report.html")
+    add_db(p)
     p.set_defaults(func=cmd_report)
 
 
@@ -33,7 +32,7 @@ def _register_serve(sub) -> None:
                    help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=port_type, default=8050,
                    help="port, 1 to 65535 (default 8050; 0: any free)")
-    p.add_argument("--db", metavar="PATH", help=DB_HELP)
+    add_db(p)
     p.set_defaults(func=cmd_serve)
 
 

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..core.args import byte_size
+from ..core.args import add_db, add_output, add_ranks, byte_size, hidden
 from ..core.mpi import MPIBuild, MPIError, run_json_lines
 
 SCHEMA = "colltune-suite"
@@ -354,25 +354,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="fewer sizes and iterations (seconds)")
     p.add_argument("--machine", help="machine.json whose comm_layers choose the pingpong "
                                      "pairs (default: core distance)")
-    p.add_argument("--max-ranks", type=int, help="use at most this many cores")
+    add_ranks(p, "ranks: use at most this many cores (--overhead: this many ranks; default: "
+                 "every core)", type=int, default=None, old=("--max-ranks",))
     p.add_argument("--overhead", action="store_true",
                    help="only the monitoring-overhead study on the shift benchmark")
-    p.add_argument("--ranks", type=int, help="--overhead: ranks (default: every core)")
     p.add_argument("--reps", type=int, default=5, help="--overhead: interleaved repetitions")
     p.add_argument("--iters", type=int, default=None,
                    help=f"--overhead: shifts per timing ({OVERHEAD_ITERS}; with --app: "
                         f"factorisations, {APP_ITERS})")
-    p.add_argument("--size", type=byte_size, default=8,
-                   help="--overhead: bytes each rank shifts (default 8)")
+    p.add_argument("--sizes", dest="size", type=byte_size, default=8, metavar="SIZE",
+                   help="--overhead: the bytes each rank shifts (one size; K, M and G are "
+                        "binary: 4M = 4 MiB) (default 8)")
+    hidden(p, "--size", dest="size", type=byte_size)
     p.add_argument("--app", type=parse_app, default=None, metavar="cholesky[:N[:NB]]",
                    help="--overhead: a real application instead of shift: colltune's tiled "
                         "Cholesky over plain MPI (default N 1920, NB 192; --iters "
                         "factorisations a job)")
-    p.add_argument("-o", "--output", default="colltune-suite.json",
-                   help="the JSON document of the results (default colltune-suite.json)")
+    add_output(p, "the JSON document of the results (default colltune-suite.json)",
+               default="colltune-suite.json")
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
                                  "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
+    add_db(p)
     p.set_defaults(func=cmd_suite)
 
 
@@ -409,7 +412,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
             run_overhead(build, ranks=args.ranks, reps=args.reps, iters=iters,
                          size=args.size, doc=doc, app=args.app)
         else:
-            run_suite(build, quick=args.quick, machine=machine, max_ranks=args.max_ranks,
+            run_suite(build, quick=args.quick, machine=machine, max_ranks=args.ranks,
                       doc=doc)
         if not doc["complete"]:
             status, reason, rc = "failed", "some configurations failed", 1

@@ -11,7 +11,16 @@ import json
 import sys
 import unicodedata
 
-from ..core.args import Parser, count_int
+from ..core.args import (
+    Parser,
+    UsageError,
+    add_db,
+    add_output,
+    count_int,
+    report_usage,
+    resolve_args,
+    writes,
+)
 from ..core.files import write_atomic
 from .store import (
     STATUSES,
@@ -24,8 +33,6 @@ from .store import (
     run_to_json,
 )
 
-DB_HELP = "the results store (default: $COLLTUNE_DB, else ~/.local/share/colltune/colltune.db)"
-
 
 def register(sub) -> None:
     _register_runs(sub)
@@ -37,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="colltune", description="The results store's verbs.")
     register(parser.add_subparsers(dest="verb", metavar="VERB", required=True))
     args = parser.parse_args(argv)
+    try:
+        resolve_args(args)
+    except UsageError as e:
+        return report_usage(f"colltune {args.verb}", e)
     return int(args.func(args) or 0)
 
 
@@ -48,7 +59,7 @@ def _register_runs(sub) -> None:
     p.add_argument("--limit", type=count_int, default=20, metavar="N",
                    help="at most N runs (default 20; 0 for all)")
     p.add_argument("--json", action="store_true", help="print the runs as a JSON list")
-    p.add_argument("--db", metavar="PATH", help=DB_HELP)
+    add_db(p)
     p.set_defaults(func=cmd_runs)
 
 
@@ -62,8 +73,8 @@ def _register_export(sub) -> None:
                    help="default: json if FILE ends in .json, else csv")
     p.add_argument("--samples", action="store_true",
                    help="CSV: one row per raw sample instead of one per result")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here (default: standard output)")
-    p.add_argument("--db", metavar="PATH", help=DB_HELP)
+    add_output(p, "write here (default: standard output)")
+    add_db(p)
     p.set_defaults(func=cmd_export)
 
 
@@ -74,11 +85,14 @@ def _register_store(sub) -> None:
                                    "backup API (safe while runs are being recorded).")
     verbs = p.add_subparsers(dest="store_verb", metavar="ACTION", required=True)
     c = verbs.add_parser("check", help="check the store's integrity (exit 1 if damaged)")
-    c.add_argument("--db", metavar="PATH", help=DB_HELP)
+    add_db(c)
     c.set_defaults(func=cmd_store_check)
     b = verbs.add_parser("backup", help="copy the store to a new file")
-    b.add_argument("dest", metavar="FILE", help="the copy to write (must not exist)")
-    b.add_argument("--db", metavar="PATH", help=DB_HELP)
+    add_output(b, "the copy to write (must not exist)")
+    b.add_argument("dest", nargs="?", metavar="FILE", default=None,
+                   help="the same as -o FILE (the older spelling)")
+    writes(b, "dest")
+    add_db(b)
     b.set_defaults(func=cmd_store_backup)
 
 
@@ -97,6 +111,14 @@ def cmd_store_check(args) -> int:
 
 def cmd_store_backup(args) -> int:
     db = args.db or default_path()
+    if args.dest and args.output and args.dest != args.output:
+        print(f"colltune store backup: two copies given: {args.dest} and -o {args.output}; "
+              "give one", file=sys.stderr)
+        return 2
+    args.dest = args.output or args.dest
+    if not args.dest:
+        print("colltune store backup: the copy to write is needed: -o FILE", file=sys.stderr)
+        return 2
     try:
         n, salvaged = backup(db, args.dest)
     except (StoreError, OSError) as exc:

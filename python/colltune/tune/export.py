@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 
+from ..core.args import add_output, add_table
 from ..core.colls import CLASSIC
 from ..core.files import write_atomic
 from . import table as tbl
@@ -336,10 +337,10 @@ def register(sub) -> None:
                        description="Turn a colltune tuning table into the rule file Open MPI "
                        "(coll/tuned dynamic rules, classic or JSON) or MPICH (collective "
                        "selection JSON) reads; see docs/EXPORT.md.")
-    p.add_argument("--table", required=True, help="colltune-table/1 JSON file")
+    add_table(p, "colltune-table/1 JSON file (needed)", positional=True)
     p.add_argument("--format", required=True, choices=sorted(FORMATS),
                    help="the rule file to write (docs/EXPORT.md)")
-    p.add_argument("-o", "--output", help="output file (default: stdout)")
+    add_output(p, "the rule file to write (default: stdout)")
     p.add_argument("--mpich-base", help="mpich: a complete selection tree to start from "
                    "(untuned collectives keep its choices)")
     p.set_defaults(func=cmd_export)

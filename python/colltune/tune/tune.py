@@ -22,7 +22,17 @@ import time
 from pathlib import Path
 
 from ..bench.bench import bench_bytes_per_rank
-from ..core.args import UsageError, check_memory, need, positive_int, split_list
+from ..core.args import (
+    UsageError,
+    add_db,
+    add_output,
+    add_ranks,
+    check_memory,
+    need,
+    parse_counts,
+    positive_int,
+    split_list,
+)
 from ..core.colls import CLASSIC, COLLS
 from ..core.files import Terminated
 from ..core.mpi import MPIBuild, MPIError, describe_library, stop_process_group
@@ -108,33 +118,26 @@ def parse_ranks(text: str | None, cores: int) -> list[int]:
     """'2-16', '4,8,16' or '2-4,8': process counts, each at least 1 (UsageError if not)."""
     if not text:
         return list(range(2, max(2, cores) + 1))
-    out: list[int] = []
-    for part in split_list(text, "--ranks", what="process count"):
-        a, _, b = part.partition("-")
-        try:
-            lo, hi = int(a), int(b or a)
-        except ValueError:
-            raise UsageError(f"--ranks '{text}': '{part}' is not a count or range; allowed: "
-                             "counts >= 1 as N, A-B or a comma list (e.g. 2-8 or 4,8,16)") from None
-        need(1 <= lo <= hi, f"--ranks '{text}': '{part}' is not a range of counts >= 1 "
-                            "with A <= B (e.g. 2-8)")
-        out += range(lo, hi + 1)
-    return sorted(set(out))
+    return parse_counts(text, "--ranks")
 
 
 def parse_sizes(text: str | None, reduced: bool) -> list[int]:
-    """'8-4M' or '64K': the powers of two between (UsageError if not sizes in order)."""
+    """'8-4M', '64K' or a comma list of either: the powers of two between (UsageError if not
+    sizes in order)."""
     from .search import grid_sizes, reduced_sizes
 
     if text:
-        lo, _, hi = text.partition("-")
-        try:
-            a, b = parse_size(lo), parse_size(hi or lo)
-        except ValueError as e:
-            raise UsageError(f"--sizes '{text}': {e}") from None
-        need(1 <= a <= b, f"--sizes '{text}': allowed MIN-MAX with 1 B <= MIN <= MAX "
-                          "(e.g. 8-4M)")
-        return grid_sizes(a, b)
+        out: set[int] = set()
+        for part in split_list(text, "--sizes", what="size"):
+            lo, _, hi = part.partition("-")
+            try:
+                a, b = parse_size(lo), parse_size(hi or lo)
+            except ValueError as e:
+                raise UsageError(f"--sizes '{text}': {e}") from None
+            need(1 <= a <= b, f"--sizes '{text}': allowed MIN-MAX with 1 B <= MIN <= MAX "
+                              "(e.g. 8-4M)")
+            out.update(grid_sizes(a, b))
+        return sorted(out)
     return reduced_sizes() if reduced else grid_sizes(8, 4 << 20)
 
 
@@ -160,9 +163,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how to search the algorithms and segment sizes (default model)")
     p.add_argument("--ops", default=",".join(CLASSIC),
                    help=f"operations (default: the classic eight; any of {', '.join(COLLS)})")
-    p.add_argument("--ranks", default=None, help="process counts, e.g. 2-16 or 4,8,16 "
-                                                  "(default: 2 to the cores)")
-    p.add_argument("--sizes", default=None, help="size range, e.g. 8-4M (powers of two)")
+    add_ranks(p, "process counts, e.g. 2-16 or 4,8,16 (default: 2 to the cores)",
+              default=None)
+    p.add_argument("--sizes", default=None,
+                   help="sizes: a range MIN-MAX, the powers of two between, e.g. 8-4M, or a "
+                        "comma list of sizes and ranges (K, M and G are binary: 4M = 4 MiB) "
+                        "(default: 8-4M)")
     p.add_argument("--reduced", action="store_true",
                    help="the reduced primary grid (looked up between points at run time)")
     p.add_argument("--from-monitor", default=None, metavar="FILE",
@@ -179,16 +185,46 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="keep native unless a candidate measured this fraction faster "
                         f"(default {NATIVE_MARGIN}; 0: the plain minimum)")
     p.add_argument("--p2p", default="p2p.json", help="model strategy: the p2p costs")
-    p.add_argument("-o", "--output", default="colltune-table.json",
-                   help="the tuning table to write (default colltune-table.json)")
+    add_output(p, "the tuning table to write (default colltune-table.json); an existing "
+                  "table this run would not just resume (another grid, strategy or MPI, or a "
+                  "table `colltune verify` checked) is refused unless --force",
+               default="colltune-table.json")
     p.add_argument("--export", default=None, help="also write ompi, ompi-json and/or mpich "
                                                    "rule files (comma list)")
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
                                  "(default: $COLLTUNE_MPI or mpich)")
     p.add_argument("--no-record", action="store_true", help="do not record the run in the store")
     p.add_argument("--force", action="store_true",
-                   help="run even when the buffers would not fit in the free memory")
+                   help="run even when the buffers would not fit in the free memory, and "
+                        "replace an existing table at --output")
+    add_db(p)
     p.set_defaults(func=cmd_tune)
+
+
+def replaced_table(path: str, points: list[tuple[str, int, int]], strategy: str,
+                   build_name: str) -> str | None:
+    """Why tuning `points` into `path` would lose what the file at `path` holds (None: no
+    file, or a table of this strategy and MPI whose points are all among `points`, which the
+    run resumes). A table verified by `colltune verify` (make run's colltune-table.json) or
+    with entries outside the grid is never replaced silently: the user tuned or checked it."""
+    if not Path(path).exists():
+        return None
+    try:
+        old = tbl.load(path)
+    except tbl.TableFileError:
+        return "is not a colltune table"
+    if old.get("verified"):
+        return "is a table checked by `colltune verify`"
+    if old.get("strategy") != strategy or old["mpi"].get("build") != build_name:
+        return (f"was tuned with another strategy or MPI ({old.get('strategy')}, "
+                f"{old['mpi'].get('build')})")
+    wanted = set(points)
+    lost = [e for e in old.get("entries", [])
+            if (e["op"], e["ranks"], e["size_bytes"]) not in wanted]
+    if lost:
+        ops = sorted({e["op"] for e in lost})
+        return f"holds {len(lost)} entries outside this grid ({', '.join(ops)})"
+    return None
 
 
 def load_previous(path: str, strategy: str, mpi: dict) -> dict:
@@ -350,6 +386,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except (MPIError, ValueError, OSError, KeyError) as e:
         print(f"colltune tune: {e}", file=sys.stderr)
         return 2
+    if not args.force:
+        why = replaced_table(args.output, points, args.strategy, build.name)
+        need(why is None, f"{args.output} exists and {why}: tuning would replace it; "
+                          "give another -o FILE, or --force to replace it")
     store = run = None
     if not args.no_record:
         # The record exists from the start (a damaged store is refused before any tuning),

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..core.args import positive_int
+from ..core.args import add_db, add_output, add_table, check_writable, positive_int
 from ..core.colls import REDUCTIONS
 from ..core.mpi import (
     MPIBuild,
@@ -446,7 +446,7 @@ def run_verify(build: MPIBuild, table_path: str, output: str, *, rounds: int = R
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="benchmark a tuning table through the drop-in against "
                                       "native (separate jobs) and correct where it loses")
-    p.add_argument("table", help="the tuning table (colltune tune's output)")
+    add_table(p, "the tuning table (colltune tune's output; needed)", positional=True)
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system (default: the table's)")
     add_host_arguments(p)
     p.add_argument("--rounds", type=positive_int, default=ROUNDS,
@@ -459,9 +459,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                    help="an environment variable for the tuned runs only (repeatable), e.g. "
                         "COLLTUNE_PROGRESS=off to leave MPI's thread level alone")
-    p.add_argument("-o", "--output", default=None,
-                   help="the corrected table (default: TABLE with suffix .verified.json)")
+    add_output(p, "the corrected table (default: TABLE with suffix .verified.json)")
     p.add_argument("--no-record", action="store_true", help="do not record the run")
+    add_db(p)
     p.set_defaults(func=cmd_verify)
 
 
@@ -494,6 +494,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print(f"colltune verify: {e}", file=sys.stderr)
         return 2
     output = args.output or default_output(args.table)
+    check_writable(output)  # the default beside the table too, before any job runs
     store = run = None
     command = shlex.join(["colltune", *sys.argv[1:]])
     if not args.no_record:
