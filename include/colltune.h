@@ -286,8 +286,12 @@ enum {
     CT_ALG_HIERARCHICAL  = 1u << 4, /* node-aware: uses ct_options.intra / .inter */
     CT_ALG_SHARED_MEMORY = 1u << 5, /* through the node's shared segment: every rank of
                                        the communicator on one node (else refused) */
-    CT_ALG_ALL_COUNTS    = 1u << 6  /* gatherv / scatterv: every rank needs every count
+    CT_ALG_ALL_COUNTS    = 1u << 6, /* gatherv / scatterv: every rank needs every count
                                        (the call broadcasts the root's first) */
+    CT_ALG_ONE_COPY      = 1u << 7  /* shared memory without the segment's copy: each rank
+                                       reads its peers' buffers in place (cross-memory
+                                       attach, probed; where it fails, the copy-through
+                                       path of the segment) */
 };
 
 typedef struct ct_algorithm_info {

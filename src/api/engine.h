@@ -32,6 +32,9 @@ typedef struct shm_segment {
     /* Calls on it so far: the epoch of its flags (each segment its own, so that a
      * call's "the previous call is done" means the previous call on this segment). */
     unsigned long long seq;
+    /* The group's ranks may read each other's memory (ct_cma_probe, once at setup):
+     * the one-copy algorithms' PULL steps, else their copy-through path. */
+    int cma;
 } shm_segment;
 
 /* A blocking call's job kept for the next equal call: its memory and schedule, and the

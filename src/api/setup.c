@@ -145,6 +145,7 @@ int ct_prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry *e,
         key.shm_count = job->x.extent > 0 && (MPI_Aint)seg->bytes > over
                             ? (size_t)(((MPI_Aint)seg->bytes - over) / job->x.extent)
                             : 0;
+        key.cma = seg->cma;
         job->x.shm = seg->data;
         job->x.shm_bytes = seg->bytes;
         job->x.flags = seg->flags;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "../sched/cma.h"
 
 /* ---- Per-communicator state --------------------------------------------- */
 
@@ -250,6 +251,7 @@ int ct_segment_setup(comm_state *st, shm_segment *seg, int color, int size, int 
         PMPI_Comm_free(&group);
         return rc;
     }
+    seg->cma = ct_cma_probe(group);
     seg->flags = base;
     seg->data = (char *)base + header;
     seg->bytes = data;

@@ -16,6 +16,7 @@ CT_GENERATOR(ct_bcast_scatter_allgather);
 CT_GENERATOR(ct_bcast_scatter_bruck);
 CT_GENERATOR(ct_bcast_hier);
 CT_GENERATOR(ct_bcast_shm);
+CT_GENERATOR(ct_bcast_cma);
 
 CT_GENERATOR(ct_reduce_linear);
 CT_GENERATOR(ct_reduce_chain);
@@ -32,18 +33,21 @@ CT_GENERATOR(ct_allreduce_ring);
 CT_GENERATOR(ct_allreduce_rabenseifner);
 CT_GENERATOR(ct_allreduce_hier);
 CT_GENERATOR(ct_allreduce_shm);
+CT_GENERATOR(ct_allreduce_cma);
 
 CT_GENERATOR(ct_scatter_linear);
 CT_GENERATOR(ct_scatter_chain);
 CT_GENERATOR(ct_scatter_binary);
 CT_GENERATOR(ct_scatter_binomial);
 CT_GENERATOR(ct_scatter_shm);
+CT_GENERATOR(ct_scatter_cma);
 
 CT_GENERATOR(ct_gather_linear);
 CT_GENERATOR(ct_gather_chain);
 CT_GENERATOR(ct_gather_binary);
 CT_GENERATOR(ct_gather_binomial);
 CT_GENERATOR(ct_gather_shm);
+CT_GENERATOR(ct_gather_cma);
 
 CT_GENERATOR(ct_allgather_gather_bcast);
 CT_GENERATOR(ct_allgather_ring);
@@ -51,11 +55,13 @@ CT_GENERATOR(ct_allgather_recursive_doubling);
 CT_GENERATOR(ct_allgather_bruck);
 CT_GENERATOR(ct_allgather_hier);
 CT_GENERATOR(ct_allgather_shm);
+CT_GENERATOR(ct_allgather_cma);
 
 CT_GENERATOR(ct_alltoall_gather_scatter);
 CT_GENERATOR(ct_alltoall_pairwise);
 CT_GENERATOR(ct_alltoall_bruck);
 CT_GENERATOR(ct_alltoall_shm);
+CT_GENERATOR(ct_alltoall_cma);
 
 CT_GENERATOR(ct_barrier_ring);
 CT_GENERATOR(ct_barrier_binomial);

@@ -230,7 +230,9 @@ static const hier_spec specs[] = {
 static const ct_registry_entry *part(ct_coll coll, const char *name)
 {
     const ct_registry_entry *e = ct_registry_find(coll, name);
-    if (!e || !e->generate || (e->info.flags & CT_ALG_HIERARCHICAL))
+    /* The one-copy algorithms pull from the peers' own buffers, which a part of a
+     * composed schedule does not have (its buffers are renumbered): not parts. */
+    if (!e || !e->generate || (e->info.flags & (CT_ALG_HIERARCHICAL | CT_ALG_ONE_COPY)))
         return NULL;
     return e;
 }

@@ -15,6 +15,7 @@
 #define NATIVE CT_ALG_NATIVE
 #define HIER CT_ALG_HIERARCHICAL
 #define SHM CT_ALG_SHARED_MEMORY
+#define ONE CT_ALG_ONE_COPY
 
 static const ct_registry_entry table[] = {
     {{CT_BCAST, "native", NATIVE, 0, "the MPI library's MPI_Bcast"}, NULL},
@@ -36,6 +37,9 @@ static const ct_registry_entry table[] = {
     {{CT_BCAST, "shm", SEG | SHM, 65536,
       "shared segment: root copies in chunk by chunk, the others copy out (one node)"},
      ct_bcast_shm},
+    {{CT_BCAST, "cma", SHM | ONE, 0,
+      "one copy: every rank reads the root's buffer in place (cross-memory attach; one node)"},
+     ct_bcast_cma},
 
     {{CT_REDUCE, "native", NATIVE, 0, "the MPI library's MPI_Reduce"}, NULL},
     {{CT_REDUCE, "linear", SEG, 0, "root receives every vector, reduces in rank order"},
@@ -69,6 +73,10 @@ static const ct_registry_entry table[] = {
     {{CT_ALLREDUCE, "shm", SEG | SHM, 0,
       "shared segment: inputs copied in, sliced reduction in place, all copy out"},
      ct_allreduce_shm},
+    {{CT_ALLREDUCE, "cma", SEG | SHM | ONE, 65536,
+      "one copy: each rank reduces its slice read from the others' inputs in place, then "
+      "reads the others' slices (cross-memory attach; one node)"},
+     ct_allreduce_cma},
 
     {{CT_SCATTER, "native", NATIVE, 0, "the MPI library's MPI_Scatter"}, NULL},
     {{CT_SCATTER, "linear", SEG, 0, "root sends each rank its block (flat tree)"},
@@ -81,6 +89,9 @@ static const ct_registry_entry table[] = {
     {{CT_SCATTER, "shm", SEG | SHM, 0,
       "shared segment: root copies every block in, each rank copies its own out"},
      ct_scatter_shm},
+    {{CT_SCATTER, "cma", SHM | ONE, 0,
+      "one copy: each rank reads its block from the root's buffer (cross-memory attach)"},
+     ct_scatter_cma},
 
     {{CT_GATHER, "native", NATIVE, 0, "the MPI library's MPI_Gather"}, NULL},
     {{CT_GATHER, "linear", SEG, 0, "root receives every block (flat tree)"}, ct_gather_linear},
@@ -92,6 +103,9 @@ static const ct_registry_entry table[] = {
     {{CT_GATHER, "shm", SEG | SHM, 0,
       "shared segment: every rank copies its block in, the root copies all out"},
      ct_gather_shm},
+    {{CT_GATHER, "cma", SHM | ONE, 0,
+      "one copy: the root reads every block from its rank's buffer (cross-memory attach)"},
+     ct_gather_cma},
 
     {{CT_ALLGATHER, "native", NATIVE, 0, "the MPI library's MPI_Allgather"}, NULL},
     {{CT_ALLGATHER, "gather_bcast", 0, 0, "binomial gather to rank 0 + binomial bcast"},
@@ -107,6 +121,9 @@ static const ct_registry_entry table[] = {
     {{CT_ALLGATHER, "shm", SEG | SHM, 0,
       "shared segment: every rank copies its block in and all the others out"},
      ct_allgather_shm},
+    {{CT_ALLGATHER, "cma", SHM | ONE, 0,
+      "one copy: every rank reads each block from its owner's buffer (cross-memory attach)"},
+     ct_allgather_cma},
 
     {{CT_ALLTOALL, "native", NATIVE, 0, "the MPI library's MPI_Alltoall"}, NULL},
     {{CT_ALLTOALL, "gather_scatter", 0, 0, "gather everything to rank 0, which scatters"},
@@ -118,6 +135,9 @@ static const ct_registry_entry table[] = {
     {{CT_ALLTOALL, "shm", SEG | SHM, 0,
       "shared segment: every rank copies a block per rank in, and its own blocks out"},
      ct_alltoall_shm},
+    {{CT_ALLTOALL, "cma", SHM | ONE, 0,
+      "one copy: every rank reads its block from each rank's buffer (cross-memory attach)"},
+     ct_alltoall_cma},
 
     {{CT_BARRIER, "native", NATIVE, 0, "the MPI library's MPI_Barrier"}, NULL},
     {{CT_BARRIER, "ring", 0, 0, "extended ring: a token around the ring, then a release around it"},

@@ -830,7 +830,9 @@ locals:
     for (; s->local < len; s->local++) {
         const ct_op *op = &sc->ops[first + s->local];
         double m = (double)op->a.count * R->esz;
-        if (op->kind == CT_OP_COPY) {
+        if (op->kind == CT_OP_COPY || op->kind == CT_OP_PULL) {
+            /* A PULL is one copy too, out of the peer's memory (its system call's few
+             * hundred nanoseconds are within the copy's fitted constant term). */
             end += local_cost(c, c->copy_us, m);
         } else if (op->kind == CT_OP_REDUCE) {
             end += local_cost(c, c->reduce_us, m);

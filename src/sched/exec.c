@@ -1,8 +1,10 @@
 #include "exec.h"
 
+#include "cma.h"
 #include "monitor/monitor.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -162,6 +164,36 @@ static unsigned long long size_word(const ct_exec_ctx *c)
     return ((c->epoch >> 24) & 0xffffff) << 40 | (c->shm_size & ((1ULL << 40) - 1));
 }
 
+/* The words after it: this rank's pid and its caller buffers (bases of SRC and DST),
+ * published with every SIGNAL for the peers' PULL steps. */
+enum { WORD_PID = 2, WORD_SRC = 3, WORD_DST = 4 };
+
+static void publish_buffers(const ct_exec_ctx *c, void *const *bases)
+{
+    _Atomic unsigned long long *f = flag_of(c, c->shm_rank);
+    atomic_store_explicit(f + WORD_PID, (unsigned long long)ct_cma_pid(), memory_order_relaxed);
+    atomic_store_explicit(f + WORD_SRC, (unsigned long long)(uintptr_t)bases[CT_BUF_SRC],
+                          memory_order_relaxed);
+    atomic_store_explicit(f + WORD_DST, (unsigned long long)(uintptr_t)bases[CT_BUF_DST],
+                          memory_order_relaxed);
+}
+
+/* PULL: the peer's region a (its SRC or DST, as it published them with the SIGNAL
+ * this rank waited for) into this rank's region b, the bytes the regions span. */
+static int pull(const ct_exec_run *x, const ct_op *o)
+{
+    const ct_exec_ctx *c = x->c;
+    _Atomic unsigned long long *f = flag_of(c, o->peer);
+    int pid = (int)atomic_load_explicit(f + WORD_PID, memory_order_relaxed);
+    uintptr_t base = (uintptr_t)atomic_load_explicit(
+        f + (o->a.buf == CT_BUF_SRC ? WORD_SRC : WORD_DST), memory_order_relaxed);
+    size_t bytes = (size_t)((MPI_Aint)(o->a.count - 1) * c->extent + c->true_extent);
+    const char *from = (const char *)base + (MPI_Aint)o->a.off * c->extent + c->true_lb;
+    char *to = (char *)region(x->bases, c, &o->b) + c->true_lb;
+    ct_monitor_shm(0, (unsigned long long)o->a.count * c->type_size);
+    return ct_cma_read(pid, from, to, bytes);
+}
+
 /* Whether peer has passed step of this call (CT_STEP_PREV: is done with the last). */
 static int flag_reached(const ct_exec_ctx *c, int peer, unsigned step)
 {
@@ -196,7 +228,10 @@ static int end_round(ct_exec_run *x, int blocking, int *stalled)
         } else if (o->kind == CT_OP_COPY) {
             rc = local_copy(c, region(x->bases, c, &o->a), region(x->bases, c, &o->b),
                             o->a.count, &x->w->scratch, &x->w->scratch_len);
+        } else if (o->kind == CT_OP_PULL) {
+            rc = pull(x, o);
         } else if (o->kind == CT_OP_SIGNAL) {
+            publish_buffers(c, x->bases);
             atomic_store_explicit(size_of(c, c->shm_rank), size_word(c), memory_order_relaxed);
             atomic_store_explicit(flag_of(c, c->shm_rank), c->epoch | o->a.off,
                                   memory_order_release);

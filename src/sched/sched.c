@@ -121,6 +121,15 @@ void ct_sched_copy(ct_sched *s, int sbuf, size_t soff, int dbuf, size_t doff,
                    .b = {dbuf, doff, count}});
 }
 
+void ct_sched_pull(ct_sched *s, int peer, int pbuf, size_t poff, int dbuf, size_t doff,
+                   size_t count)
+{
+    if (count == 0)
+        return;
+    add(s, (ct_op){.kind = CT_OP_PULL, .peer = peer, .a = {pbuf, poff, count},
+                   .b = {dbuf, doff, count}});
+}
+
 size_t ct_segcount_for(long long segsize_bytes, size_t type_size)
 {
     if (segsize_bytes <= 0 || type_size == 0)

@@ -47,8 +47,18 @@ enum { CT_BUF_SRC = 0, CT_BUF_DST = 1, CT_BUF_TMP0 = 2 };
 #define CT_STEP_PART 0x100000
 #define CT_STEP_MAX_PARTS 15
 
+/*
+ * One copy between processes (the one-copy algorithms, issue 36): PULL (peer, a, b)
+ * copies region a of the peer's caller buffer (a.buf SRC or DST of that rank) into
+ * this rank's region b, straight out of the peer's memory (Linux cross-memory
+ * attach, process_vm_readv): no segment in between. Every SIGNAL publishes the
+ * signalling rank's buffers beside its flag, so a PULL must follow a WAIT on the
+ * peer within the same call, and the peer must not leave the call before every
+ * PULL from it is done (it waits on the pullers' flags): its buffers are the
+ * program's again after that.
+ */
 typedef enum ct_opkind {
-    CT_OP_SEND = 0, CT_OP_RECV, CT_OP_REDUCE, CT_OP_COPY, CT_OP_SIGNAL, CT_OP_WAIT
+    CT_OP_SEND = 0, CT_OP_RECV, CT_OP_REDUCE, CT_OP_COPY, CT_OP_SIGNAL, CT_OP_WAIT, CT_OP_PULL
 } ct_opkind;
 
 typedef struct ct_region {
@@ -59,10 +69,11 @@ typedef struct ct_region {
 
 typedef struct ct_op {
     ct_opkind kind;
-    int peer;         /* SEND / RECV: the other rank; WAIT: whose flag */
-    ct_region a;      /* SEND: data; RECV: destination; REDUCE / COPY: source;
+    int peer;         /* SEND / RECV: the other rank; WAIT: whose flag; PULL: whose buffer */
+    ct_region a;      /* SEND: data; RECV: destination; REDUCE / COPY: source; PULL: the
+                         peer's source region;
                          SIGNAL / WAIT: a.off is the step (buf -1, count 0) */
-    ct_region b;      /* REDUCE: b = a (op) b, a on the left; COPY: destination */
+    ct_region b;      /* REDUCE: b = a (op) b, a on the left; COPY, PULL: destination */
 } ct_op;
 
 typedef struct ct_sched {
@@ -135,6 +146,10 @@ typedef struct ct_params {
     /* Shared-memory algorithms: elements the node's segment holds for the call
      * (0: no segment, they refuse); the ranks of the communicator share memory. */
     size_t shm_count;
+    /* The one-copy algorithms: 1 when the node's ranks may read each other's memory
+     * (cross-memory attach probed on the segment; PULL); 0: they take the
+     * copy-through path of the segment instead. */
+    int cma;
     /* The v-variants and reduce-scatters: per-rank counts and displacements, in
      * elements (N entries each; NULL: p->count per block, blocks back to back).
      * For reduce_scatter the displacements are the counts' prefix sums. Every
@@ -172,6 +187,11 @@ void ct_sched_sync_recv(ct_sched *s, int peer);
 void ct_sched_reduce(ct_sched *s, int sbuf, size_t soff, int dbuf, size_t doff,
                      size_t count);
 void ct_sched_copy(ct_sched *s, int sbuf, size_t soff, int dbuf, size_t doff,
+                   size_t count);
+
+/* PULL: count elements of the peer's buffer pbuf (CT_BUF_SRC or CT_BUF_DST) from
+ * element poff into this rank's dbuf at doff (see CT_OP_PULL). */
+void ct_sched_pull(ct_sched *s, int peer, int pbuf, size_t poff, int dbuf, size_t doff,
                    size_t count);
 
 /* Shared-memory steps (the SIGNAL / WAIT above); the segment's elements used. */

@@ -150,6 +150,26 @@ static int local_ops(sim *S, int rank, int r, ct_sim_reduce_fn reduce)
                 }
             continue;
         }
+        if (o->kind == CT_OP_PULL) {
+            /* One copy out of the peer's buffer, as it is now: the schedules' WAITs
+             * order it after the peer's writes, as the flags do on a node. */
+            if (o->peer < 0 || o->peer >= n || (o->a.buf != CT_BUF_SRC && o->a.buf != CT_BUF_DST)) {
+                snprintf(S->res->error, sizeof S->res->error,
+                         "rank %d: pulls buffer %d of rank %d", rank, o->a.buf, o->peer);
+                return -1;
+            }
+            unsigned char *from = addr(S, o->peer, &o->a, "pull source");
+            unsigned char *to = addr(S, rank, &o->b, "pull destination");
+            if (!from || !to)
+                return -1;
+            if (o->b.buf == CT_BUF_SRC) {
+                snprintf(S->res->error, sizeof S->res->error, "rank %d pulls into its input",
+                         rank);
+                return -1;
+            }
+            memmove(to, from, o->a.count * S->esz);
+            continue;
+        }
         if (o->kind != CT_OP_REDUCE && o->kind != CT_OP_COPY)
             continue;
         unsigned char *a = addr(S, rank, &o->a, "local source");

@@ -260,6 +260,9 @@ static void run_case(const ct_algorithm_info *info, int n, int root, size_t coun
             p.shm_count = count % 2   ? 10000
                           : c == CT_ALLTOALL ? (size_t)n * (size_t)n * 3 + 1 /* N^2 areas */
                                              : (size_t)(n + 1) * 7 + 3;
+        /* One-copy algorithms: their PULL path, and for every third count the
+         * copy-through path a node without cross-memory attach takes. */
+        p.cma = (info->flags & CT_ALG_ONE_COPY) && count % 3 != 0;
         /* In-place applies at the root only for the rooted collectives. */
         p.in_place = in_place && (!rooted(c) || r == root || c == CT_ALLREDUCE);
         ct_sched_init(&scheds[r]);

@@ -325,3 +325,33 @@ def test_shared_segments_say_nothing_on_stderr(build):
     served = [line for line in lines if debug.search(line)]
     assert any(line.endswith("-> shm") for line in served), p.stderr[-3000:]
     assert [line for line in lines if line.strip() and line not in served] == [], p.stderr[-3000:]
+
+
+def test_one_copy_algorithms_and_their_copy_through_fallback(build, tmp_path):
+    """Issue 36: the `cma` algorithms read their peers' buffers in place (cross-memory
+    attach): every call moves bytes out of the peers' memory (read) and writes nothing
+    into the node's segment. With the probe made to fail (COLLTUNE_CMA=off, as a node's
+    ptrace policy or a seccomp filter would) they take the segment's copy-through path,
+    which writes into it, and say so once under COLLTUNE_LOG=warn; results are right
+    either way (the program checks every call)."""
+    env = {f"COLLTUNE_{op.upper()}_ALGORITHM": "cma" for op in OPS if "cma" in algorithms(op)}
+    assert len(env) == 6, env  # bcast, allreduce, scatter, gather, allgather, alltoall
+    seen = {}
+    for cma in ("on", "off"):
+        out = tmp_path / f"monitor-{cma}.json"
+        extra = {"COLLTUNE_MONITOR": "count", "COLLTUNE_MONITOR_OUT": str(out),
+                 "COLLTUNE_LOG": "warn", **env}
+        if cma == "off":
+            extra["COLLTUNE_CMA"] = "off"
+        p = run_plain(build, "plain_collectives", 3, export=("LD_PRELOAD", *extra), **extra)
+        ok(p, cma)
+        ranks = json.loads(out.read_text())["per_rank"]
+        seen[cma] = (sum(r["shm_written_bytes"] for r in ranks),
+                     sum(r["shm_read_bytes"] for r in ranks), p.stderr)
+    written, read, stderr = seen["on"]
+    if "copy-through path" in stderr:
+        pytest.skip("this node refuses cross-memory attach: " + stderr.strip()[-200:])
+    assert written == 0 and read > 0, seen["on"][:2]
+    written, read, stderr = seen["off"]
+    assert written > 0 and read > 0, seen["off"][:2]
+    assert stderr.count("take the copy-through path on this node: COLLTUNE_CMA=off") >= 1
