@@ -124,15 +124,15 @@ record)
         mkdir -p .mpi/intelmpi && tar xzf .whl/impi-min.tgz -C .mpi/intelmpi
     fi
     { date -u; uname -a; lscpu; } >"$out/machine.txt" 2>&1
-    all="mpich openmpi intelmpi colltune-default colltune-shm ompi-colltune-default ompi-colltune-shm"
+    all=${VARIANTS:-"mpich openmpi intelmpi colltune-default colltune-shm colltune-cma ompi-colltune-default ompi-colltune-shm"}
     log "copy_bound at $n ranks"
     .mpi/mpich/bin/mpiexec -n "$n" -bind-to core build/mpich/copy_bound 1048576 4194304 \
         --iters 50 2>&1 | tee "$out/copy-bound-$n.txt"
     log "record at $n ranks"
-    NP=$n VARIANTS=$all POINTS=${POINTS:-"bcast 8;allreduce 8;barrier 0;bcast 1048576;allreduce 1048576;bcast 4194304"} \
+    NP=$n VARIANTS=$all POINTS=${POINTS:-"bcast 8;allreduce 8;barrier 0;bcast 1048576;allreduce 1048576;bcast 4194304;allreduce 4194304;allgather 1048576;alltoall 262144"} \
         bash bench/record.sh "${REPEATS:-2}" "${ITERS:-20000}" 2>&1 | tee "$out/record-$n.txt"
     log "record at 2 ranks"
-    NP=2 VARIANTS=$all POINTS=${POINTS:-"bcast 8;allreduce 8;barrier 0;bcast 1048576;allreduce 1048576;bcast 4194304"} \
+    NP=2 VARIANTS=$all POINTS=${POINTS:-"bcast 8;allreduce 8;barrier 0;bcast 1048576;allreduce 1048576;bcast 4194304;allreduce 4194304;allgather 1048576;alltoall 262144"} \
         bash bench/record.sh "${REPEATS:-2}" "${ITERS:-20000}" 2>&1 | tee "$out/record-2.txt"
     .mpi/mpich/bin/mpiexec -n 2 -bind-to core build/mpich/copy_bound 1048576 4194304 \
         --iters 50 2>&1 | tee "$out/copy-bound-2.txt"
