@@ -221,3 +221,51 @@ def spread_warning(name: str, xs: Iterable[float], threshold: float = SPREAD_WAR
         return (f"warning: {name}: spread (interquartile range / median) {r:.0%} exceeds "
                 f"{threshold:.0%}")
     return None
+
+
+# ---- candidates against native ------------------------------------------------------
+
+def sample_blocks(samples: Sequence[float], blocks: int = 10) -> list[float]:
+    """The medians of `blocks` runs of consecutive samples: for measurements taken
+    before interleaved rounds (one sequential pass per candidate), a bounded sample
+    whose spread still shows drift during the pass (the intervals then rest on
+    blocks, not on rounds, and say less about load changes between candidates)."""
+    xs = [float(x) for x in samples]
+    if len(xs) <= blocks:
+        return xs
+    step = len(xs) / blocks
+    return [median(xs[int(i * step):int((i + 1) * step)]) for i in range(blocks)]
+
+
+@dataclass(frozen=True)
+class Versus:
+    """One size's candidates: each one's median time with its interval, the fastest
+    non-native one (`best`), its speed-up over native (native / best, higher is better)
+    with the interval, the verdict that interval allows, and the noisy candidates."""
+
+    estimates: dict
+    best: str | None
+    speedup: Estimate | None
+    verdict: str | None
+    noisy: list
+
+    def speedup_text(self, fmt: str = "{:.2f}") -> str:
+        return "-" if self.speedup is None else self.speedup.text(fmt)
+
+
+def versus_native(samples: dict, native: str = "native", exclude: Iterable = (),
+                  threshold: float = SPREAD_WARN) -> Versus:
+    """Compares the candidates of one size (name -> samples of times, lower is better).
+    `exclude`: candidates that may not win (a failed check). The best candidate is
+    chosen by its median; its interval is not widened for having been chosen among
+    several, so a marginal "faster" among many candidates deserves a second run."""
+    skip = set(exclude)
+    estimates = {name: median_ci(xs) for name, xs in samples.items() if xs}
+    ours = [n for n in estimates if n != native and n not in skip]
+    best = min(ours, key=lambda n: estimates[n].value, default=None)
+    sp = v = None
+    if best is not None and native in estimates and estimates[best].value > 0:
+        sp = speedup(samples[native], samples[best])
+        v = verdict(sp)
+    noisy = [n for n, xs in samples.items() if xs and relative_spread(xs) > threshold]
+    return Versus(estimates, best, sp, v, noisy)
