@@ -247,7 +247,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                               output=TABLE, iters=5, predict_model=predict)
             first, *rest = summary(tdoc, evals, secs).splitlines()
             print("\n".join(rest))
-            run.add_bench(tune_bench(tdoc, evals, secs))
+            run.add_bench(tune_bench(tdoc, evals, secs, TABLE))
             tuned = True
             stages.done(first)
         except (TuneError, ValueError, OSError, MPIError) as e:

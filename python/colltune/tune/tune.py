@@ -412,7 +412,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     reasons = {"interrupted": "interrupted by SIGINT (Ctrl-C)",
                "terminated": "terminated by SIGTERM", "failed": "a measurement failed"}
     if run:
-        run.add_bench(tune_bench(doc, evaluations, elapsed))
+        run.add_bench(tune_bench(doc, evaluations, elapsed, args.output))
         where = f"{len(doc['entries'])} of {len(points)} points tuned"
         run.finish("complete" if status == "complete" else
                    "failed" if status == "failed" else "interrupted",
@@ -480,9 +480,13 @@ def summary(doc: dict, evaluations: int, elapsed: float) -> str:
     return "\n".join(lines)
 
 
-def tune_bench(doc: dict, evaluations: int, elapsed: float) -> dict:
+def tune_bench(doc: dict, evaluations: int, elapsed: float, output: str | None = None) -> dict:
+    # `output`: where the table was written, absolute, so that the report can name the
+    # table to use and the line that uses it.
+    where = {"output": os.path.abspath(output)} if output else {}
     return {"schema": "colltune-bench/1", "op": "tune", "tune": {**doc, "evaluations":
-                                                               evaluations, "elapsed_s": elapsed},
+                                                               evaluations, "elapsed_s": elapsed,
+                                                               **where},
             "results": [{"algorithm": e["algorithm"], "size": e["size_bytes"],
                          "ranks_used": e["ranks"], "median_us": e["time_us"],
                          "native_us": e["native_us"], "op_tuned": e["op"]}
