@@ -643,7 +643,7 @@ int main(int argc, char **argv)
         }
     }
     /* Every candidate's samples of one size, kept until the size's last round. */
-    int stride = maxiters + a.rounds;
+    int stride = maxiters;
     double *all = malloc(sizeof(double) * (size_t)stride * (size_t)nvariants);
     double *round_median = malloc(sizeof(double) * (size_t)a.rounds * (size_t)nvariants);
     double *sums = malloc(sizeof(double) * (size_t)nvariants);
@@ -665,10 +665,12 @@ int main(int argc, char **argv)
         int count = (int)((size + esize - 1) / esize);
         size_t bytes = (size_t)count * (size_t)esize;
         int iters = iterations_for(&a, size);
-        /* The same iterations as one sequential pass, spread over the rounds. */
-        int per_round = (iters + a.rounds - 1) / a.rounds;
+        /* The same iterations as one sequential pass, spread over the rounds (the first
+         * iters % rounds rounds take one more); never more rounds than iterations. */
+        int nrounds = a.rounds < iters ? a.rounds : iters;
         int warmup = a.warmup ? a.warmup : (iters / 10 < 2 ? 2 : iters / 10);
-        int warm_round = (warmup + a.rounds - 1) / a.rounds;
+        int warm_round = (warmup + nrounds - 1) / nrounds;
+        int done = 0;
         for (int v = 0; v < nvariants; v++) {
             checks[v] = "not checked";
             sums[v] = 0;
@@ -681,7 +683,8 @@ int main(int argc, char **argv)
                 }
             }
         }
-        for (int r = 0; r < a.rounds; r++) {
+        for (int r = 0; r < nrounds; r++) {
+            int per_round = iters / nrounds + (r < iters % nrounds);
             /* A fresh order each round, the same on every rank (a seeded generator, no
              * communication): a load change during the size falls on every candidate
              * instead of deciding between two measured one after the other. */
@@ -709,7 +712,7 @@ int main(int argc, char **argv)
                             ct_coll_name(a.coll), o->algorithm, msg);
                     MPI_Abort(MPI_COMM_WORLD, 1);
                 }
-                double *mine = all + (size_t)v * (size_t)stride + (size_t)r * (size_t)per_round;
+                double *mine = all + (size_t)v * (size_t)stride + (size_t)done;
                 MPI_Reduce(times, mine, per_round, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
                 if (rank == 0) {
                     memcpy(sorted, mine, sizeof(double) * (size_t)per_round);
@@ -717,9 +720,10 @@ int main(int argc, char **argv)
                         median_of(sorted, per_round);
                 }
             }
+            done += per_round;
             loads[r] = rank == 0 ? load_average() : -1;
         }
-        int total = per_round * a.rounds;
+        int total = iters;
         for (int v = 0; v < nvariants; v++) {
             double mean = sums[v] / total, avg, lo, hi;
             MPI_Reduce(&mean, &avg, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -745,13 +749,13 @@ int main(int argc, char **argv)
                         "\"avg_us\":%.3f,\"min_us\":%.3f,\"max_us\":%.3f,\"median_us\":%.3f,"
                         "\"iterations\":%d,\"check\":\"%s\",\"rounds\":%d,\"round_medians_us\":[",
                         va->o.algorithm, va->seg_used, size, count, avg, lo, hi, median, total,
-                        checks[v], a.rounds);
-                for (int r = 0; r < a.rounds; r++)
+                        checks[v], nrounds);
+                for (int r = 0; r < nrounds; r++)
                     fprintf(jf, "%s%.3f", r ? "," : "",
                             round_median[(size_t)v * (size_t)a.rounds + (size_t)r]);
                 /* The one-minute load after each round: what the machine did meanwhile. */
                 fprintf(jf, "],\"load_rounds\":[");
-                for (int r = 0, n = 0; r < a.rounds; r++)
+                for (int r = 0, n = 0; r < nrounds; r++)
                     if (loads[r] >= 0)
                         fprintf(jf, "%s%.2f", n++ ? "," : "", loads[r]);
                 fprintf(jf, "],\"samples_us\":[");
