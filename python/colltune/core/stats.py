@@ -241,7 +241,8 @@ def sample_blocks(samples: Sequence[float], blocks: int = 10) -> list[float]:
 class Versus:
     """One size's candidates: each one's median time with its interval, the fastest
     non-native one (`best`), its speed-up over native (native / best, higher is better)
-    with the interval, the verdict that interval allows, and the noisy candidates."""
+    with the interval, the verdict that interval allows (None where a side has a single
+    sample: no interval), and the noisy candidates."""
 
     estimates: dict
     best: str | None
@@ -266,6 +267,7 @@ def versus_native(samples: dict, native: str = "native", exclude: Iterable = (),
     sp = v = None
     if best is not None and native in estimates and estimates[best].value > 0:
         sp = speedup(samples[native], samples[best])
-        v = verdict(sp)
+        # One sample a side has no interval: a point speed-up, and no verdict at all.
+        v = verdict(sp) if sp.n >= 2 else None
     noisy = [n for n, xs in samples.items() if xs and relative_spread(xs) > threshold]
     return Versus(estimates, best, sp, v, noisy)

@@ -42,7 +42,8 @@ def summary_section(data) -> Section:
                      + "".join(f"<li>{esc(w)}</li>" for w in warnings) + "</ul></div>")
     if rows:
         parts.append(table(["operation", "run", "colltune faster at (speed-up [95%])",
-                            "slower at", TIE_TEXT + " at", "best speed-up"], rows))
+                            "slower at (speed-up [95%])", TIE_TEXT + " at (speed-up [95%])",
+                            "best speed-up"], rows))
     else:
         parts.append("<p>No operation was measured against native in these runs.</p>")
     parts.append(_use_line(data))
@@ -65,12 +66,19 @@ def _operation_row(run: dict, bench: dict) -> list:
         return Markup("<br>".join(f"{esc(fmt_size(s))}: {esc(v.best)} "
                                   f"{esc(v.speedup_text())}" for s, v in hits))
 
+    if versus and all(v.verdict is None for _, v in versus):
+        # Results stored without rounds (or samples): no interval, so no verdict either.
+        title = f"{bench['op']} · {bench.get('ranks')} ranks · {mpi_label(bench.get('mpi'))}"
+        points = max(versus, key=lambda p: p[1].speedup.value)
+        return [title, run["id"], Markup("<em>no intervals: measured before interleaved "
+                                         "rounds</em>"), "—", "—",
+                f"{points[1].speedup.value:.2f} ({points[1].best}, point estimate)"]
     faster = [(s, v) for s, v in versus if v.verdict == FASTER]
     best = max(faster, key=lambda p: p[1].speedup.value, default=None)
     best_text = (f"{best[1].speedup_text()} ({best[1].best}"
                  + (f" at {fmt_size(best[0])})" if sized else ")") if best else "—")
     title = f"{bench['op']} · {bench.get('ranks')} ranks · {mpi_label(bench.get('mpi'))}"
-    return [title, run["id"], where(FASTER, True), where(SLOWER, False), where(TIE, False),
+    return [title, run["id"], where(FASTER, True), where(SLOWER, True), where(TIE, True),
             best_text]
 
 
