@@ -295,14 +295,25 @@ def result_samples(result: dict) -> list[float]:
     return [float(result["median_us"])] if result.get("median_us") is not None else []
 
 
+def candidate_names(results: list[dict]) -> list[str]:
+    """Each result's candidate: its algorithm, with the segment size where the bench
+    measured the algorithm at several (--segsizes), so that no two candidates merge."""
+    segs: dict[str, set] = {}
+    for r in results:
+        segs.setdefault(r["algorithm"], set()).add(r.get("segsize") or 0)
+    return [f"{r['algorithm']}/{human_size(r.get('segsize') or 0)}"
+            if len(segs[r["algorithm"]]) > 1 else r["algorithm"] for r in results]
+
+
 def size_versus(doc: dict) -> list[tuple[int, object]]:
     """Per size of a bench document: its candidates against native (stats.Versus)."""
     by_size: dict[int, dict] = {}
     failed: dict[int, set] = {}
-    for r in doc.get("results", []):
-        by_size.setdefault(r["size"], {})[r["algorithm"]] = result_samples(r)
+    results = doc.get("results", [])
+    for r, name in zip(results, candidate_names(results), strict=True):
+        by_size.setdefault(r["size"], {})[name] = result_samples(r)
         if r.get("check") == "FAILED":
-            failed.setdefault(r["size"], set()).add(r["algorithm"])
+            failed.setdefault(r["size"], set()).add(name)
     return [(s, versus_native(by_size[s], exclude=failed.get(s, ())))
             for s in sorted(by_size)]
 
@@ -318,9 +329,10 @@ def bench_warnings(doc: dict, limit: int = 6) -> list[str]:
     if w:
         out.append(w)
     spread = []
-    for r in doc.get("results", []):
+    results = doc.get("results", [])
+    for r, name in zip(results, candidate_names(results), strict=True):
         xs = result_samples(r)
-        where = f"{r['algorithm']} at {human_size(r['size'])}" if r["size"] else r["algorithm"]
+        where = f"{name} at {human_size(r['size'])}" if r["size"] else name
         if len(xs) >= 2 and (sw := spread_warning(where, xs)):
             spread.append(sw)
     out += spread[:limit]
@@ -428,7 +440,7 @@ def comparison_table(doc: dict) -> str:
     then the best colltune algorithm, its speed-up over native with the interval, and the
     verdict (a tie where the interval holds 1). Warnings (load, spread) below."""
     results = doc.get("results", [])
-    algs = list(dict.fromkeys(r["algorithm"] for r in results))
+    algs = list(dict.fromkeys(candidate_names(results)))
     mpi = doc.get("mpi", {})
     op = doc.get("op", "?")
     meaning = SIZE_MEANING.get(op, "message")
@@ -450,6 +462,9 @@ def comparison_table(doc: dict) -> str:
     names = ["size", *algs, "best ct", "speed-up [95%]", "verdict"]
     widths = [max(len(names[i]), *(len(r[i]) for r in table)) if table else len(names[i])
               for i in range(len(names))]
+    if 1 < rounds < 6:
+        head += (f"; with {rounds} rounds an interval is the rounds' whole range, which "
+                 "covers less than 95%")
     lines = [head, SPEEDUP_LEGEND,
              "  ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True))]
     lines += ["  ".join(f"{c:>{w}}" for c, w in zip(r, widths, strict=True))
