@@ -107,3 +107,25 @@ def test_bench_records_rounds_and_warns_about_load(monkeypatch):
     text = bench.comparison_table(doc)
     assert "warning: the machine's load (99.0) exceeds" in text
     assert "load average: 99.00 before" in text
+
+
+def test_run_lines_say_speed_ups_overlap_of_the_best_split_and_the_size_of_a_latency():
+    """Issue 39's log defects: the overlap line took the largest overlap of any column (the
+    blocking reference's or another MPI's, 11,983 us against 52 us); a "latency" was a 32 KiB
+    message's time without saying so; run's bench line counts verdicts, not medians."""
+    from colltune.p2p.p2p import latency_text
+    from colltune.run import bench_result, overlap_result
+
+    row = {"n": 2, "measured_best_s": 1, "model_s": 1, "results": {
+        "blocking": {"total_us": 52.0, "overlap_pct": 0.0},
+        "S1": {"total_us": 60.0, "overlap_pct": 4.5},
+        "native openmpi": {"total_us": 11983.0, "overlap_pct": 22.7}}}
+    text = overlap_result({"studies": [{"rows": [row]}]})
+    assert "overlap 4.5% at S 1" in text and "22.7" not in text
+    assert latency_text({"latency_us": 20.77, "latency_bytes": 32768}) == \
+        "one-way time 20.77 us at 32 KiB"
+    assert "machine file" in latency_text({"latency_us": 1.5})
+    doc = json.loads((FIXTURES / "bench_loaded_2core.json").read_text())
+    line = bench_result(doc)
+    assert "faster than native at 0 of 1 size(s), slower at 0, no difference within noise " \
+           "at 1" in line
