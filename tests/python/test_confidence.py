@@ -129,3 +129,31 @@ def test_run_lines_say_speed_ups_overlap_of_the_best_split_and_the_size_of_a_lat
     line = bench_result(doc)
     assert "faster than native at 0 of 1 size(s), slower at 0, no difference within noise " \
            "at 1" in line
+
+
+def test_the_summary_names_the_table_to_use_and_the_line_that_uses_it(tmp_path, record):
+    """The report's first block: the verified table (verify's corrected output) before a
+    tuned one, and the one LD_PRELOAD line that runs a program with it."""
+    from colltune.report.report import render_report
+    from colltune.store.store import Store
+    from colltune.tune.tune import tune_bench
+    from colltune.tune.verify import verify_bench
+
+    doc = json.loads((FIXTURES / "bench_loaded_2core.json").read_text())
+    table = {"entries": [{"op": "bcast", "ranks": 2, "size_bytes": 8, "algorithm": "shm",
+                          "segsize": 0, "time_us": 0.4, "native_us": 1.0}],
+             "strategy": "model"}
+    tuned = tune_bench(table, 8, 1.0, str(tmp_path / "colltune-table.json"))
+    record_ = {"points": [], "corrections": [], "still_slower": [], "margin": 0.05,
+               "rounds": 3, "iters": 5, "placement": "one host"}
+    verified = verify_bench(record_, str(tmp_path / "colltune-table.json"),
+                            "/data/verified-table.json", "colltune verify")
+    with Store.open(tmp_path / "ct.db") as store:
+        run_id = record(store, [doc, tuned, verified], argv=["colltune", "run"])
+        html = render_report(store, [run_id])
+    summary = html[html.index("<section id='summary'>"):]
+    summary = summary[:summary.index("</section>")]
+    assert "/data/verified-table.json" in summary and "verified" in summary
+    assert "LD_PRELOAD=$(colltune preload --mpi mpich) " \
+           "COLLTUNE_TABLE=/data/verified-table.json mpiexec -n" in summary
+    assert html.index("<section id='summary'>") < html.index("<section id='runs'>")

@@ -217,6 +217,8 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
         bar = ProgressBar(progress_label or f"bench {op}")
         tail = JsonlTail(out, op)
         load = {"before": load_average(), "during": [], "cores": cores()}
+        if (early := load_warning(load["before"], load["cores"])) is not None:
+            print(f"colltune: {early}", file=sys.stderr)  # said before the wait, not only after
 
         def feed() -> None:
             new = tail.read()
