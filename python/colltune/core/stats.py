@@ -105,9 +105,18 @@ def ratio_ci(num: Sequence[float], den: Sequence[float], confidence: float = CON
         return Estimate(point, point, point, min(len(a), len(b)), 0.0, exact=False)
     rng = random.Random(seed)
     ratios = []
+    # The resamples are of clean samples already: a plain sort-and-pick median, without
+    # median()'s checks, makes the bootstrap several times faster (a report computes one
+    # per operation and size); the same draws, so the same interval.
+    na, nb = len(a), len(b)
+
+    def med(xs: list[float], n: int) -> float:
+        xs.sort()
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
     for _ in range(resamples):
-        ma = median(rng.choices(a, k=len(a)))
-        mb = median(rng.choices(b, k=len(b)))
+        ma = med(rng.choices(a, k=na), na)
+        mb = med(rng.choices(b, k=nb), nb)
         if mb > 0:
             ratios.append(ma / mb)
     ratios.sort()
