@@ -199,7 +199,8 @@ def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
     samples = measure(doc, points, rounds)
     suspects = [p for p in points if ratio(samples[point_key(p)]) > 1 + margin]
     if suspects:
-        say(f"{len(suspects)} point(s) above {1 + margin:.2f}x: measured {2 * rounds} more "
+        say(f"{len(suspects)} point(s) with a speed-up below {1 / (1 + margin):.2f}: "
+            f"measured {2 * rounds} more "
             "round(s)")
         more = measure(doc, suspects, 2 * rounds)
         for p in suspects:
