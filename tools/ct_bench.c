@@ -16,9 +16,16 @@
  * ranks) and the median over iterations of the slowest rank's time, whose
  * per-iteration values are the raw samples.
  *
+ * --rounds R (issue 39): per size, every candidate is timed once in each of R
+ * rounds, each round in a fresh shuffled order, the iterations spread over the
+ * rounds; so a load change during the size falls on all candidates rather than
+ * deciding between two measured one after the other. Each round's median is
+ * kept (round_medians_us: the samples the confidence intervals rest on) with
+ * the load average after each round (load_rounds).
+ *
  * --json FILE writes JSON Lines: a header object (op, ranks, MPI library,
- * binding), then one object per (algorithm, size) as soon as it is measured,
- * so an interrupted run keeps everything it finished.
+ * binding), then one object per (algorithm, size) as soon as its size is
+ * measured, so an interrupted run keeps every size it finished.
  */
 
 #include <sched.h>
@@ -36,7 +43,7 @@ typedef struct bench_args {
     long long min_size, max_size, segsize;
     long long segsizes[32]; /* --segsizes: each segmentable algorithm once per size */
     int nsegsizes;
-    int iters, warmup, root, check, progress, radix, serve;
+    int iters, warmup, root, check, progress, radix, serve, rounds;
     const char *json, *binding;
 } bench_args;
 
@@ -50,7 +57,8 @@ static void usage(void)
                 "barrier|allgatherv|alltoallv|gatherv|scatterv|reduce_scatter_block|"
                 "reduce_scatter|scan|exscan\n  [--algs a,b,...|all] [--min B] [--max B] [--iters N] [--warmup N] "
                 "[--segsize B]\n  [--segsizes B,B,...] [--radix K] [--root R] [--check] [--progress] "
-                "[--binding LABEL] [--json FILE]\n  [--serve: measure the 'ALG SEGSIZE SIZE "
+                "[--binding LABEL] [--json FILE]\n  [--rounds R: each size's candidates timed in R rounds of a fresh "
+                "shuffled order, the iterations spread over them]\n  [--serve: measure the 'ALG SEGSIZE SIZE "
                 "ITERS' lines read on stdin, one JSON line each, until 'quit']\n");
 }
 
@@ -62,6 +70,7 @@ static int parse(int argc, char **argv, bench_args *a)
     a->min_size = 8;
     a->max_size = 4 << 20;
     a->binding = "none";
+    a->rounds = 1;
     for (int i = 1; i < argc; i++) {
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(k, "--check")) {
@@ -108,6 +117,8 @@ static int parse(int argc, char **argv, bench_args *a)
         }
         else if (!strcmp(k, "--radix"))
             a->radix = atoi(v);
+        else if (!strcmp(k, "--rounds"))
+            a->rounds = atoi(v);
         else if (!strcmp(k, "--root"))
             a->root = atoi(v);
         else if (!strcmp(k, "--json"))
@@ -118,7 +129,8 @@ static int parse(int argc, char **argv, bench_args *a)
             return -1;
     }
     if ((int)a->coll < 0 || a->coll >= CT_NCOLL || a->min_size < 1 || a->max_size < a->min_size ||
-        a->root < 0 || a->root >= nprocs || a->iters < 0 || a->warmup < 0)
+        a->root < 0 || a->root >= nprocs || a->iters < 0 || a->warmup < 0 || a->rounds < 1 ||
+        a->rounds > 1000)
         return -1;
     return 0;
 }
@@ -351,6 +363,50 @@ static int check_result(const bench_args *a, const ct_options *o, char *sbuf, ch
     return all;
 }
 
+/* One candidate of a comparison: an algorithm with its options (segment size). */
+typedef struct variant {
+    ct_options o;
+    const ct_algorithm_info *info;
+    long long seg_used;
+} variant;
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* A permutation of 0..n-1 (Fisher-Yates on a 32-bit xorshift): deterministic in the seed,
+ * so every rank draws the same order without a message. */
+static void shuffle(int *order, int n, unsigned seed)
+{
+    unsigned x = seed ? seed : 1;
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        int j = (int)(x % (unsigned)(i + 1)), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+}
+
+/* The one-minute load average from /proc/loadavg (-1 where there is none): read, not
+ * getloadavg(), which C11 does not declare. */
+static double load_average(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
 static void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -414,7 +470,7 @@ int main(int argc, char **argv)
     int maxiters = iterations_for(&a, first_size);
     double *times = malloc(sizeof(double) * (size_t)maxiters);
     double *slowest = malloc(sizeof(double) * (size_t)maxiters);
-    double *sorted = malloc(sizeof(double) * (size_t)maxiters);
+    double *sorted = malloc(sizeof(double) * (size_t)(maxiters + a.rounds));
     if (!sbuf || !rbuf || !ref || !times || !slowest || !sorted) {
         fprintf(stderr, "ct_bench: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -553,8 +609,9 @@ int main(int argc, char **argv)
         fprintf(jf, "],\"rank_pids\":[");
         for (int r = 0; r < nprocs; r++)
             fprintf(jf, "%s%d", r ? "," : "", pids[r]);
-        fprintf(jf, "],\"iterations\":%d,\"warmup\":%d,\"root\":%d,\"segsize\":%lld,\"radix\":%d}\n",
-                a.iters, a.warmup, a.root, a.segsize, a.radix);
+        fprintf(jf, "],\"iterations\":%d,\"warmup\":%d,\"root\":%d,\"segsize\":%lld,\"radix\":%d,"
+                "\"rounds\":%d}\n",
+                a.iters, a.warmup, a.root, a.segsize, a.radix, a.rounds);
         fflush(jf);
     }
 
@@ -566,101 +623,165 @@ int main(int argc, char **argv)
         a.segsizes[0] = a.segsize;
         a.nsegsizes = 1;
     }
+    /* The candidates: each algorithm, and each segmentable one once per --segsizes entry. */
+    variant *vars = malloc(sizeof(variant) * (size_t)nalgs * (size_t)a.nsegsizes);
     int nvariants = 0;
-    for (int ai = 0; ai < nalgs; ai++)
-        nvariants += (ct_algorithm_find(a.coll, names[ai])->flags & CT_ALG_SEGMENTABLE)
-                         ? a.nsegsizes
-                         : 1;
-    for (int ai = 0; ai < nalgs; ai++)
-    for (int si = 0; si < a.nsegsizes; si++) {
-        ct_options o;
-        ct_options_init(&o);
-        o.algorithm = names[ai];
+    for (int ai = 0; ai < nalgs; ai++) {
         const ct_algorithm_info *info = ct_algorithm_find(a.coll, names[ai]);
         int segmentable = (info->flags & CT_ALG_SEGMENTABLE) != 0;
-        if (si > 0 && !segmentable)
-            continue; /* one row set is enough for an algorithm that does not segment */
-        if (a.segsizes[si] > 0 && segmentable) {
-            o.has_segsize = 1;
-            o.segsize = a.segsizes[si];
+        for (int si = 0; si < (segmentable ? a.nsegsizes : 1); si++) {
+            variant *v = &vars[nvariants++];
+            ct_options_init(&v->o);
+            v->o.algorithm = names[ai];
+            v->info = info;
+            if (a.segsizes[si] > 0 && segmentable) {
+                v->o.has_segsize = 1;
+                v->o.segsize = a.segsizes[si];
+            }
+            v->o.radix = a.radix;
+            v->seg_used = v->o.has_segsize ? v->o.segsize : info->default_segsize;
         }
-        o.radix = a.radix;
-        long long seg_used = o.has_segsize ? o.segsize : info->default_segsize;
-        if (rank == 0) {
-            printf("# %s %s (segment %lld B), %d ranks\n", ct_coll_name(a.coll), names[ai],
-                   seg_used, nprocs);
-            printf("%-12s%20s%20s%20s%14s%12s\n", "# Size", "Avg Latency(us)", "Min Latency(us)",
-                   "Max Latency(us)", "Median(us)", "Iterations");
-        }
-        for (long long size = first_size; size <= last_size; size = size ? size * 2 : 1, step++) {
-            int count = (int)((size + esize - 1) / esize);
-            size_t bytes = (size_t)count * (size_t)esize;
-            int iters = iterations_for(&a, size);
-            int warmup = a.warmup ? a.warmup : (iters / 10 < 2 ? 2 : iters / 10);
-            const char *check = "not checked";
-            if (a.check && !(info->flags & CT_ALG_NATIVE)) {
-                if (check_result(&a, &o, sbuf, rbuf, ref, bytes, count, dt)) {
-                    check = "ok";
+    }
+    /* Every candidate's samples of one size, kept until the size's last round. */
+    int stride = maxiters;
+    double *all = malloc(sizeof(double) * (size_t)stride * (size_t)nvariants);
+    double *round_median = malloc(sizeof(double) * (size_t)a.rounds * (size_t)nvariants);
+    double *sums = malloc(sizeof(double) * (size_t)nvariants);
+    double *loads = malloc(sizeof(double) * (size_t)a.rounds);
+    int *order = malloc(sizeof(int) * (size_t)nvariants);
+    const char **checks = malloc(sizeof(char *) * (size_t)nvariants);
+    if (!vars || !all || !round_median || !sums || !loads || !order || !checks) {
+        fprintf(stderr, "ct_bench: out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (rank == 0)
+        printf("# %s, %d ranks, %d candidates in %d interleaved round%s per size\n",
+               ct_coll_name(a.coll), nprocs, nvariants, a.rounds, a.rounds == 1 ? "" : "s");
+    if (rank == 0)
+        printf("%-12s%-24s%16s%16s%16s%14s%12s\n", "# Size", "Algorithm/segment(B)",
+               "Avg Lat.(us)", "Min Lat.(us)", "Max Lat.(us)", "Median(us)", "Iterations");
+    int sizeindex = 0;
+    for (long long size = first_size; size <= last_size; size = size ? size * 2 : 1, sizeindex++) {
+        int count = (int)((size + esize - 1) / esize);
+        size_t bytes = (size_t)count * (size_t)esize;
+        int iters = iterations_for(&a, size);
+        /* The same iterations as one sequential pass, spread over the rounds (the first
+         * iters % rounds rounds take one more); never more rounds than iterations. */
+        int nrounds = a.rounds < iters ? a.rounds : iters;
+        int warmup = a.warmup ? a.warmup : (iters / 10 < 2 ? 2 : iters / 10);
+        int warm_round = (warmup + nrounds - 1) / nrounds;
+        int done = 0;
+        for (int v = 0; v < nvariants; v++) {
+            checks[v] = "not checked";
+            sums[v] = 0;
+            if (a.check && !(vars[v].info->flags & CT_ALG_NATIVE)) {
+                if (check_result(&a, &vars[v].o, sbuf, rbuf, ref, bytes, count, dt)) {
+                    checks[v] = "ok";
                 } else {
-                    check = "FAILED";
+                    checks[v] = "FAILED";
                     failed = 1;
                 }
             }
-            fill(&a, sbuf, rbuf, bytes, count);
-            int rc = MPI_SUCCESS;
-            for (int i = 0; i < warmup; i++)
-                rc |= run_once(&a, &o, sbuf, rbuf, count, dt);
-            MPI_Barrier(MPI_COMM_WORLD);
-            double sum = 0;
-            for (int i = 0; i < iters; i++) {
-                double t0 = MPI_Wtime();
-                rc |= run_once(&a, &o, sbuf, rbuf, count, dt);
-                times[i] = (MPI_Wtime() - t0) * 1e6;
-                sum += times[i];
+        }
+        for (int r = 0; r < nrounds; r++) {
+            int per_round = iters / nrounds + (r < iters % nrounds);
+            /* A fresh order each round, the same on every rank (a seeded generator, no
+             * communication): a load change during the size falls on every candidate
+             * instead of deciding between two measured one after the other. */
+            shuffle(order, nvariants, (unsigned)(sizeindex * 7919 + r * 104729 + 1));
+            if (a.rounds == 1) /* one pass: the listed order, which callers may rely on
+                                * (validate-model's mirrored confirmation order) */
+                for (int k = 0; k < nvariants; k++)
+                    order[k] = k;
+            for (int k = 0; k < nvariants; k++) {
+                int v = order[k];
+                const ct_options *o = &vars[v].o;
+                fill(&a, sbuf, rbuf, bytes, count);
+                int rc = MPI_SUCCESS;
+                for (int i = 0; i < warm_round; i++)
+                    rc |= run_once(&a, o, sbuf, rbuf, count, dt);
                 MPI_Barrier(MPI_COMM_WORLD);
+                for (int i = 0; i < per_round; i++) {
+                    double t0 = MPI_Wtime();
+                    rc |= run_once(&a, o, sbuf, rbuf, count, dt);
+                    times[i] = (MPI_Wtime() - t0) * 1e6;
+                    sums[v] += times[i];
+                    MPI_Barrier(MPI_COMM_WORLD);
+                }
+                if (rc != MPI_SUCCESS) {
+                    char msg[MPI_MAX_ERROR_STRING];
+                    int len;
+                    MPI_Error_string(rc, msg, &len);
+                    fprintf(stderr, "ct_bench: rank %d: %s/%s failed: %s\n", rank,
+                            ct_coll_name(a.coll), o->algorithm, msg);
+                    MPI_Abort(MPI_COMM_WORLD, 1);
+                }
+                double *mine = all + (size_t)v * (size_t)stride + (size_t)done;
+                MPI_Reduce(times, mine, per_round, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+                if (rank == 0) {
+                    memcpy(sorted, mine, sizeof(double) * (size_t)per_round);
+                    round_median[(size_t)v * (size_t)a.rounds + (size_t)r] =
+                        median_of(sorted, per_round);
+                }
             }
-            if (rc != MPI_SUCCESS) {
-                char msg[MPI_MAX_ERROR_STRING];
-                int len;
-                MPI_Error_string(rc, msg, &len);
-                fprintf(stderr, "ct_bench: rank %d: %s/%s failed: %s\n", rank,
-                        ct_coll_name(a.coll), names[ai], msg);
-                MPI_Abort(MPI_COMM_WORLD, 1);
-            }
-            double mean = sum / iters, avg, lo, hi;
+            done += per_round;
+            loads[r] = rank == 0 ? load_average() : -1;
+        }
+        int total = iters;
+        for (int v = 0; v < nvariants; v++) {
+            double mean = sums[v] / total, avg, lo, hi;
             MPI_Reduce(&mean, &avg, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
             MPI_Reduce(&mean, &lo, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
             MPI_Reduce(&mean, &hi, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-            MPI_Reduce(times, slowest, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank != 0)
                 continue;
+            const variant *va = &vars[v];
+            const double *slow = all + (size_t)v * (size_t)stride;
             avg /= nprocs;
-            memcpy(sorted, slowest, sizeof(double) * (size_t)iters);
-            qsort(sorted, (size_t)iters, sizeof(double), cmp_double);
-            double median = iters % 2 ? sorted[iters / 2]
-                                      : 0.5 * (sorted[iters / 2 - 1] + sorted[iters / 2]);
-            printf("%-12lld%20.2f%20.2f%20.2f%14.2f%12d%s\n", size, avg, lo, hi, median, iters,
-                   strcmp(check, "FAILED") ? ""
-                   : barrier                ? "  CHECK FAILED: A RANK LEFT THE BARRIER EARLY"
-                                            : "  RESULT DIFFERS FROM NATIVE");
+            memcpy(sorted, slow, sizeof(double) * (size_t)total);
+            double median = median_of(sorted, total);
+            char label[96];
+            snprintf(label, sizeof label, "%s/%lld", va->o.algorithm, va->seg_used);
+            printf("%-12lld%-24s%16.2f%16.2f%16.2f%14.2f%12d%s\n", size, label, avg, lo, hi,
+                   median, total,
+                   strcmp(checks[v], "FAILED") ? ""
+                   : barrier                    ? "  CHECK FAILED: A RANK LEFT THE BARRIER EARLY"
+                                                : "  RESULT DIFFERS FROM NATIVE");
             if (jf) {
                 fprintf(jf,
                         "{\"algorithm\":\"%s\",\"segsize\":%lld,\"size\":%lld,\"count\":%d,"
                         "\"avg_us\":%.3f,\"min_us\":%.3f,\"max_us\":%.3f,\"median_us\":%.3f,"
-                        "\"iterations\":%d,\"check\":\"%s\",\"samples_us\":[",
-                        names[ai], seg_used, size, count, avg, lo, hi,
-                        median, iters, check);
-                for (int i = 0; i < iters; i++)
-                    fprintf(jf, "%s%.3f", i ? "," : "", slowest[i]);
+                        "\"iterations\":%d,\"check\":\"%s\",\"rounds\":%d,\"round_medians_us\":[",
+                        va->o.algorithm, va->seg_used, size, count, avg, lo, hi, median, total,
+                        checks[v], nrounds);
+                for (int r = 0; r < nrounds; r++)
+                    fprintf(jf, "%s%.3f", r ? "," : "",
+                            round_median[(size_t)v * (size_t)a.rounds + (size_t)r]);
+                /* The one-minute load after each round: what the machine did meanwhile. */
+                fprintf(jf, "],\"load_rounds\":[");
+                for (int r = 0, n = 0; r < nrounds; r++)
+                    if (loads[r] >= 0)
+                        fprintf(jf, "%s%.2f", n++ ? "," : "", loads[r]);
+                fprintf(jf, "],\"samples_us\":[");
+                for (int i = 0; i < total; i++)
+                    fprintf(jf, "%s%.3f", i ? "," : "", slow[i]);
                 fprintf(jf, "]}\n");
                 fflush(jf);
             }
-            /* After the result is in the file: whoever reads "progress" finds it there. */
-            if (a.progress)
-                fprintf(stderr, "progress %d %d\n", step + 1, nvariants * nsizes);
-            fflush(stdout);
         }
+        step += nvariants;
+        /* After the size's results are in the file: whoever reads "progress" finds them. */
+        if (rank == 0 && a.progress)
+            fprintf(stderr, "progress %d %d\n", step, nvariants * nsizes);
+        fflush(stdout);
     }
+    free(vars);
+    free(all);
+    free(round_median);
+    free(sums);
+    free(loads);
+    free(order);
+    free(checks);
     if (jf)
         fclose(jf);
     free(cpus);

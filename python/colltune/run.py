@@ -17,14 +17,16 @@ from .bench.bench import (
     check_bench_args,
     comparison_table,
     open_store,
-    ratio_text,
     run_bench,
+    size_versus,
 )
 from .core.args import add_output, writes
 from .core.colls import CLASSIC, COLLS
 from .core.files import Terminated
 from .core.mpi import MPIBuild, MPIError
+from .core.stats import FASTER, SLOWER
 from .core.units import human_size
+from .p2p.p2p import latency_text
 
 # `colltune run` on a small machine: every operation, every algorithm, in a few minutes.
 RUN_MAX = "1M"
@@ -96,36 +98,28 @@ def probe_result(doc: dict) -> str:
 def p2p_result(doc: dict) -> str:
     layers = doc.get("layers", [])
     text = "; ".join(f"layer {la['layer']}: {len(la['points'])} sizes"
-                     + (f", latency {la['latency_us']:.2f} us" if la.get("latency_us")
-                        is not None else "") for la in layers)
+                     + (f", {latency_text(la)}" if la.get("latency_us") is not None else "")
+                     for la in layers)
     return (text or "no layer measured") + ("" if doc.get("complete", True) else ", INCOMPLETE")
 
 
-def best_rows(doc: dict) -> list[tuple[int, str, float, float | None]]:
-    """Per size: (size, best colltune algorithm, its median, native's median or None)."""
-    cell: dict[int, dict[str, float]] = {}
-    for r in doc.get("results", []):
-        if r.get("check") != "FAILED" or r["algorithm"] == "native":
-            cell.setdefault(r["size"], {})[r["algorithm"]] = r["median_us"]
-    rows = []
-    for size in sorted(cell):
-        ct = {a: v for a, v in cell[size].items() if a != "native"}
-        if ct:
-            best = min(ct, key=ct.get)
-            rows.append((size, best, ct[best], cell[size].get("native")))
-    return rows
-
-
 def bench_result(doc: dict) -> str:
+    """One line per operation: at how many sizes colltune's best is faster than native
+    with a speed-up interval above 1, slower (below 1) or tied, and the largest speed-up
+    that is a verdict (native / colltune, higher is better)."""
     results = doc.get("results", [])
-    rows = [r for r in best_rows(doc) if r[3]]
-    faster = [r for r in rows if r[2] < r[3]]
+    rows = [(s, v) for s, v in size_versus(doc) if v.speedup is not None]
     text = f"{len(results)} results"
     if rows:
-        best = min(rows, key=lambda r: r[2] / r[3])
-        where = "" if doc.get("op") == "barrier" else f" at {human_size(best[0])}"
-        text += (f"; colltune faster than native at {len(faster)} of {len(rows)} size(s), best "
-                 f"{best[1]}{where} at {ratio_text(best[2] / best[3])} x native")
+        faster = [(s, v) for s, v in rows if v.verdict == FASTER]
+        slower = sum(v.verdict == SLOWER for _, v in rows)
+        text += (f"; colltune faster than native at {len(faster)} of {len(rows)} size(s), "
+                 f"slower at {slower}, no difference within noise at "
+                 f"{len(rows) - len(faster) - slower}")
+        if faster:
+            s, v = max(faster, key=lambda r: r[1].speedup.value)
+            where = "" if doc.get("op") == "barrier" else f" at {human_size(s)}"
+            text += f"; best {v.best}{where}: speed-up {v.speedup_text()}"
     failed = sorted({r["algorithm"] for r in results if r.get("check") == "FAILED"})
     if failed:
         text += "; RESULT DIFFERS FROM NATIVE for " + ", ".join(failed)
@@ -136,9 +130,16 @@ def overlap_result(doc: dict) -> str:
     parts = []
     for st in doc.get("studies", []):
         for row in st.get("rows", []):
-            pct = max((r["overlap_pct"] for r in row["results"].values()), default=0.0)
+            # The overlap of the variant the row names (colltune at its best S): the
+            # largest over every variant took the blocking reference's or another MPI's
+            # column, whose total time can be hundreds of times colltune's.
+            best = row["results"].get(f"S{row['measured_best_s']}", {})
+            pct = best.get("overlap_pct")
             parts.append(f"N = {row['n']}: best S {row['measured_best_s']}, model S "
-                         f"{row['model_s']}, overlap up to {pct:.1f}%")
+                         f"{row['model_s']}"
+                         + (f", overlap {pct:.1f}% at S {row['measured_best_s']} "
+                            f"(total {best.get('total_us', 0):.0f} us)" if pct is not None
+                            else ""))
     return "; ".join(parts) or "no row measured"
 
 
@@ -250,7 +251,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                               output=TABLE, iters=5, predict_model=predict)
             first, *rest = summary(tdoc, evals, secs).splitlines()
             print("\n".join(rest))
-            run.add_bench(tune_bench(tdoc, evals, secs))
+            run.add_bench(tune_bench(tdoc, evals, secs, TABLE))
             tuned = True
             stages.done(first)
         except (TuneError, ValueError, OSError, MPIError) as e:

@@ -146,6 +146,8 @@ def test_a_report_opens_with_its_plots_drawn(dashboard, page, tmp_path):
     page.click("a.report[href='/run/1']")
     page.wait_for_url("**/run/1")
     assert page.title() == "colltune report: run 1"
+    # The answer first (issue 39): the summary section before the runs and the figures.
+    assert page.locator("main > section").first.get_attribute("id") == "summary"
     _check_plots_drawn(page, 6)  # bcast and allreduce: latency, ratio, heatmap
     assert page.locator("section#environment").inner_text().count("MPICH") >= 2
     page.click("summary:has-text('Table behind figure 1')")
@@ -207,3 +209,38 @@ def test_csv_download_has_every_result(dashboard, fixture_doc):
         lines = response.read().decode().splitlines()
         assert "attachment" in response.headers["Content-Disposition"]
     assert len(lines) == 1 + len(fixture_doc("bcast_openmpi_16.json")["results"])
+
+
+def test_the_report_opens_with_its_answer(page, tmp_path, record):
+    """Issue 39, must-show 3: the report of a recorded bench on a loaded machine opens with
+    the summary block (first section, above every figure, in the first screen), which
+    carries the speed-up legend, the load warning and intervals; and the page writes
+    ratios one way only (no latency/native, colltune/native or tuned/native left)."""
+    import json
+
+    from colltune.report.report import write_report
+
+    doc = json.loads((Path(__file__).parent / "fixtures" / "bench_loaded_2core.json")
+                     .read_text())
+    with Store.open(tmp_path / "ct.db") as store:
+        run_id = record(store, [doc], argv=["colltune", "bench", "--op", "bcast"])
+        out = write_report(store, [run_id], str(tmp_path / "report.html"))
+    page.goto(Path(out).as_uri())
+    assert page.locator("main > section").first.get_attribute("id") == "summary"
+    summary = page.locator("section#summary")
+    top = summary.bounding_box()["y"]
+    assert top < 900  # in the first screen, under the title
+    figures = page.locator("figure")
+    assert figures.count() >= 2
+    assert all(figures.nth(i).bounding_box()["y"] > top for i in range(figures.count()))
+    text = summary.inner_text()
+    assert "speed-up = native time / colltune time" in text
+    assert "exceeds its 2 cores" in text and "no difference within noise" in text
+    assert re.search(r"256 KiB: binomial \d\.\d+ \[\d\.\d+, \d\.\d+\]", text), text
+    body = page.inner_text("body")
+    for other in ("latency / best native", "ratio B/A", "ct/native", "tuned / native",
+                  "ratio to the best native", "ratio to best native"):
+        assert other not in body, other
+    assert "speed-up" in page.locator("figure svg").nth(1).inner_html()
+    page.screenshot(path=str(tmp_path / "report-summary.png"))
+    print(f"screenshot: {tmp_path / 'report-summary.png'}")

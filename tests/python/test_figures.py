@@ -37,6 +37,17 @@ def p2p_doc() -> dict:
     return doc
 
 
+def _draws_something(line) -> bool:
+    """A legend entry's line shows on the plot: two finite points, or one with a marker."""
+    import math
+
+    xs, ys = line.get_xdata(), line.get_ydata()
+    n = sum(1 for x, y in zip(xs, ys, strict=True)
+            if math.isfinite(float(x)) and math.isfinite(float(y)))
+    marker = line.get_marker()
+    return n >= 2 or (n == 1 and marker not in (None, "None", "", " "))
+
+
 @pytest.fixture(scope="module")
 def figures(tmp_path_factory, fixture_doc, record) -> list[dict]:
     """Every figure of a report of a run that holds every kind of section `colltune run`
@@ -69,7 +80,11 @@ def figures(tmp_path_factory, fixture_doc, record) -> list[dict]:
                            and min(ba.y1, bb.y1) - max(ba.y0, bb.y0) > 1]
                 axes[f"{i}{name}"] = {"texts": [t.get_text() for t in labels],
                                       "overlap": overlap}
-        seen.append({"label": label, "axes": axes, "svg": svg})
+        empty = [line.get_label() for ax in fig.axes for line in ax.get_lines()
+                 if not line.get_label().startswith("_") and not _draws_something(line)]
+        seen.append({"label": label, "axes": axes, "svg": svg, "empty": empty,
+                     "xticks": [[t.get_text() for t in ax.xaxis.get_ticklabels()
+                                 if t.get_visible() and t.get_text()] for ax in fig.axes]})
         return svg
 
     mp = pytest.MonkeyPatch()
@@ -91,7 +106,7 @@ def test_every_kind_of_figure_is_drawn(figures):
     labels = " | ".join(f["label"] for f in figures)
     for part in ("cache traversal curve", "memory bandwidth scaling", "latency matrix",
                  "point-to-point bandwidth per layer", "point-to-point costs", "overlap study",
-                 "latency against message size", "ratio to the best native", "heatmap"):
+                 "latency against message size", "speed-up over the best native", "heatmap"):
         assert part in labels, labels
 
 
@@ -116,3 +131,22 @@ def test_no_two_tick_labels_overlap(figures):
     for f in figures:
         for name, axis in f["axes"].items():
             assert not axis["overlap"], (f["label"], name, axis["overlap"])
+
+
+def test_no_legend_entry_without_data(figures):
+    """Issue 39: the overlap figure listed a "model" whose dashed line through one point
+    drew nothing; every labelled series must show."""
+    for f in figures:
+        assert not f["empty"], (f["label"], f["empty"])
+
+
+def test_counts_have_integer_ticks(figures):
+    """Issue 39: core counts (memory scaling) and rank counts (overlap) were labelled 1.5,
+    1.90, 2.10; their axes carry whole numbers only."""
+    checked = 0
+    for f in figures:
+        if f["label"] in ("memory bandwidth scaling", "overlap study"):
+            for text in f["xticks"][0]:
+                assert float(text.replace("\u2212", "-")).is_integer(), (f["label"], text)
+            checked += 1
+    assert checked == 2

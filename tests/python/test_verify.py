@@ -209,7 +209,7 @@ def test_the_report_shows_the_record_escaped(tmp_path, record, evil):
         html = render_report(store, [record(store, [verify_bench(rec, evil, "out.json", "x")])])
     assert "<section id='verify'>" in html and "Verifying the tuning table" in html
     assert evil not in html and "&lt;script&gt;" in html
-    assert "No point above 1.05x after the correction." in html
+    assert "No point with a speed-up below 0.95 after the correction." in html
 
 
 # -- one real run ------------------------------------------------------------------------

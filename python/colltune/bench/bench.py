@@ -34,7 +34,21 @@ from ..core.colls import COLLS, MOVEMENT, REDUCTIONS, SIZE_MEANING
 from ..core.files import Terminated, write_atomic
 from ..core.mpi import MPIBuild, MPIError, describe_library, stop_process_group
 from ..core.progress import ProgressBar
+from ..core.stats import (
+    cores,
+    load_average,
+    load_warning,
+    sample_blocks,
+    spread_warning,
+    verdict_text,
+    versus_native,
+)
 from ..core.units import human_size
+
+# Interleaved rounds per size (issue 39): ten give a 95% order-statistic interval of the
+# median that is not the whole range ([2nd, 9th] of ten), and spread the same iterations
+# as one sequential pass, so a bench takes about as long as before.
+ROUNDS = 10
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -76,6 +90,10 @@ def bench_arguments(p: argparse.ArgumentParser, max_size: str, iters: int) -> No
     p.add_argument("--iters", type=count_int, default=iters,
                    help="timed iterations per size (default: "
                         + (f"{iters})" if iters else "20 to 1000 by size)"))
+    p.add_argument("--rounds", type=int_type(1, 1000), default=ROUNDS,
+                   help=f"interleaved rounds per size (default {ROUNDS}): each round times "
+                        "every algorithm once in a fresh shuffled order, the iterations "
+                        "spread over the rounds; the 95%% intervals rest on the rounds' medians")
     p.add_argument("--warmup", type=count_int, default=0,
                    help="untimed iterations before each size (default 0: a tenth of --iters, "
                         "at least 2)")
@@ -210,6 +228,7 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
                    "--min", str(args.min), "--max", str(args.max), "--iters", str(args.iters),
                    "--warmup", str(args.warmup), "--root", str(args.root),
                    "--radix", str(args.radix), "--progress", "--json", str(out),
+                   "--rounds", str(getattr(args, "rounds", 1)),
                    "--binding", build.binding_label(args.ranks, not args.no_bind)]
         if args.segsize:
             program += ["--segsize", str(args.segsize)]
@@ -223,6 +242,9 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
                   "the ranks are not pinned and the timings say little", file=sys.stderr)
         bar = ProgressBar(progress_label or f"bench {op}")
         tail = JsonlTail(out, op)
+        load = {"before": load_average(), "during": [], "cores": cores()}
+        if (early := load_warning(load["before"], load["cores"])) is not None:
+            print(f"colltune: {early}", file=sys.stderr)  # said before the wait, not only after
 
         def feed() -> None:
             new = tail.read()
@@ -235,6 +257,7 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
             doc = tail.document()
             doc["complete"] = False
             doc["command"] = shlex.join(cmd)
+            doc["load"] = load_summary(load, doc["results"])
             return doc
 
         stdout: list[str] = []
@@ -249,6 +272,7 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
             for line in proc.stderr:
                 parts = line.split()
                 if len(parts) == 3 and parts[0] == "progress":
+                    load["during"].append(load_average())
                     feed()
                     bar.update(int(parts[1]), int(parts[2]))
                 else:
@@ -274,10 +298,78 @@ def run_bench(build: MPIBuild, op: str, args: argparse.Namespace, algs: str = "a
         doc["complete"] = True
         doc["command"] = shlex.join(cmd)
         doc["stdout"] = "".join(stdout)
+        doc["load"] = load_summary(load, doc["results"])
         return doc
 
+
+def load_summary(load: dict, results: list[dict]) -> dict:
+    """The load average before the run and the highest seen during it: sampled here as
+    each size finished and by ct_bench after each round (load_rounds)."""
+    during = [x for x in load["during"] if x is not None]
+    during += [x for r in results for x in r.get("load_rounds") or ()]
+    return {"before": load["before"], "max_during": max(during, default=None),
+            "samples": len(during), "cores": load["cores"]}
+
+
+def result_samples(result: dict) -> list[float]:
+    """The samples a result's interval rests on: its rounds' medians where it was
+    measured in interleaved rounds, else blocks of its consecutive iterations (a bench
+    recorded before rounds existed), else its one median."""
+    rounds = result.get("round_medians_us") or []
+    if len(rounds) >= 2:
+        return [float(x) for x in rounds]
+    if result.get("samples_us"):
+        return sample_blocks(result["samples_us"])
+    return [float(result["median_us"])] if result.get("median_us") is not None else []
+
+
+def candidate_names(results: list[dict]) -> list[str]:
+    """Each result's candidate: its algorithm, with the segment size where the bench
+    measured the algorithm at several (--segsizes), so that no two candidates merge."""
+    segs: dict[str, set] = {}
+    for r in results:
+        segs.setdefault(r["algorithm"], set()).add(r.get("segsize") or 0)
+    return [f"{r['algorithm']}/{human_size(r.get('segsize') or 0)}"
+            if len(segs[r["algorithm"]]) > 1 else r["algorithm"] for r in results]
+
+
+def size_versus(doc: dict) -> list[tuple[int, object]]:
+    """Per size of a bench document: its candidates against native (stats.Versus)."""
+    by_size: dict[int, dict] = {}
+    failed: dict[int, set] = {}
+    results = doc.get("results", [])
+    for r, name in zip(results, candidate_names(results), strict=True):
+        by_size.setdefault(r["size"], {})[name] = result_samples(r)
+        if r.get("check") == "FAILED":
+            failed.setdefault(r["size"], set()).add(name)
+    return [(s, versus_native(by_size[s], exclude=failed.get(s, ())))
+            for s in sorted(by_size)]
+
+
+def bench_warnings(doc: dict, limit: int = 6) -> list[str]:
+    """The warning lines of a bench: the load above the cores (before or during), and
+    candidates whose spread over the rounds exceeds stats.SPREAD_WARN."""
+    out = []
+    load = doc.get("load") or {}
+    worst = max((x for x in (load.get("before"), load.get("max_during")) if x is not None),
+                default=None)
+    w = load_warning(worst, load.get("cores"))
+    if w:
+        out.append(w)
+    spread = []
+    results = doc.get("results", [])
+    for r, name in zip(results, candidate_names(results), strict=True):
+        xs = result_samples(r)
+        where = f"{name} at {human_size(r['size'])}" if r["size"] else name
+        if len(xs) >= 2 and (sw := spread_warning(where, xs)):
+            spread.append(sw)
+    out += spread[:limit]
+    if len(spread) > limit:
+        out.append(f"warning: ... and {len(spread) - limit} more noisy results")
+    return out
+
 def ratio_text(ratio: float) -> str:
-    """ct/native: two decimals, or two significant digits below 0.01 (never 0.00)."""
+    """A speed-up: two decimals, or two significant digits below 0.01 (never 0.00)."""
     return f"{ratio:.2f}" if ratio >= 0.01 else f"{ratio:.2g}"
 
 
@@ -362,46 +454,61 @@ def rank_death(text: str, pids: list[int]) -> str | None:
     return None
 
 
+SPEEDUP_LEGEND = ("speed-up = native time / colltune time (higher is better; 1: no "
+                  "difference); [lo, hi]: 95% interval; a verdict only where the interval "
+                  "excludes 1")
+
+
+def _num(x: float) -> str:
+    return f"{x:.3g}" if x < 1000 else f"{x:.0f}"
+
+
 def comparison_table(doc: dict) -> str:
-    """Median latency per size (rows) and algorithm (columns), with best colltune / best
-    native: below 1 means colltune is faster."""
+    """Per size (rows) and algorithm (columns): the median latency with its 95% interval;
+    then the best colltune algorithm, its speed-up over native with the interval, and the
+    verdict (a tie where the interval holds 1). Warnings (load, spread) below."""
     results = doc.get("results", [])
-    algs = list(dict.fromkeys(r["algorithm"] for r in results))
-    sizes = sorted({r["size"] for r in results})
-    cell = {(r["algorithm"], r["size"]): r for r in results}
-    width = max(9, *(len(a) + 1 for a in algs)) if algs else 9
+    algs = list(dict.fromkeys(candidate_names(results)))
     mpi = doc.get("mpi", {})
     op = doc.get("op", "?")
     meaning = SIZE_MEANING.get(op, "message")
+    rounds = doc.get("rounds") or 1
     head = (f"{op}: {doc.get('ranks', '?')} ranks, {mpi.get('implementation')} "
-            f"{mpi.get('version')}, binding {doc.get('binding')}; median latency (us)"
-            + (f" by size of the {meaning}" if meaning else ""))
-    lines = [head, f"{'size':>9} " + "".join(f"{a:>{width}}" for a in algs)
-             + f"{'best ct':>20}{'ct/native':>10}"]
-    for s in sizes:
-        row = f"{human_size(s) if meaning else '-':>9} "
-        best_ct = best_native = None
+            f"{mpi.get('version')}, binding {doc.get('binding')}; median latency (us) "
+            f"[95% interval] over {rounds} interleaved round{'s' if rounds > 1 else ''}"
+            + (f", by size of the {meaning}" if meaning else ""))
+    table = []
+    for size, vs in size_versus(doc):
+        row = [human_size(size) if meaning else "-"]
         for a in algs:
-            r = cell.get((a, s))
-            if r is None:
-                row += f"{'-':>{width}}"
-                continue
-            v = r["median_us"]
-            row += f"{v:>{width}.1f}"
-            if a == "native":
-                best_native = v
-            elif r.get("check") != "FAILED" and (best_ct is None or v < best_ct[1]):
-                best_ct = (a, v)
-        if best_ct:
-            row += f"{best_ct[0]:>20}"
-            row += f"{ratio_text(best_ct[1] / best_native):>10}" if best_native else f"{'-':>10}"
-        lines.append(row)
+            e = vs.estimates.get(a)
+            row.append("-" if e is None else
+                       f"{_num(e.value)} [{_num(e.lo)}, {_num(e.hi)}]")
+        row += [vs.best or "-", vs.speedup_text(),
+                verdict_text(vs.verdict) if vs.verdict else "-"]
+        table.append(row)
+    names = ["size", *algs, "best ct", "speed-up [95%]", "verdict"]
+    widths = [max(len(names[i]), *(len(r[i]) for r in table)) if table else len(names[i])
+              for i in range(len(names))]
+    if 1 < rounds < 6:
+        head += (f"; with {rounds} rounds an interval is the rounds' whole range, which "
+                 "covers less than 95%")
+    lines = [head, SPEEDUP_LEGEND,
+             "  ".join(f"{n:>{w}}" for n, w in zip(names, widths, strict=True))]
+    lines += ["  ".join(f"{c:>{w}}" for c, w in zip(r, widths, strict=True))
+               for r in table]
     failed = sorted({r["algorithm"] for r in results if r.get("check") == "FAILED"})
     if failed:
         what = "RESULT DIFFERS FROM NATIVE" if meaning else "CHECK FAILED (a rank left early)"
         lines.append(f"{what} for: " + ", ".join(failed))
+    load = doc.get("load") or {}
+    if load.get("before") is not None:
+        during = load.get("max_during")
+        lines.append(f"load average: {load['before']:.2f} before, "
+                     + (f"up to {during:.2f} during" if during is not None else "none seen during")
+                     + f" the run, on {load.get('cores')} cores")
+    lines += bench_warnings(doc)
     return "\n".join(lines)
-
 
 
 def open_store():
@@ -489,5 +596,6 @@ class BenchStream:
             self.writer = self.run.open_bench({k: v for k, v in doc.items() if k != "results"})
         self.writer.add_results(doc["results"][self.seen:])
         self.seen = len(doc["results"])
-        self.writer.update(**{k: doc[k] for k in ("complete", "command", "stdout", "mpi")
+        self.writer.update(**{k: doc[k] for k in ("complete", "command", "stdout", "mpi",
+                                                  "load")
                               if k in doc})

@@ -105,9 +105,18 @@ def ratio_ci(num: Sequence[float], den: Sequence[float], confidence: float = CON
         return Estimate(point, point, point, min(len(a), len(b)), 0.0, exact=False)
     rng = random.Random(seed)
     ratios = []
+    # The resamples are of clean samples already: a plain sort-and-pick median, without
+    # median()'s checks, makes the bootstrap several times faster (a report computes one
+    # per operation and size); the same draws, so the same interval.
+    na, nb = len(a), len(b)
+
+    def med(xs: list[float], n: int) -> float:
+        xs.sort()
+        return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
     for _ in range(resamples):
-        ma = median(rng.choices(a, k=len(a)))
-        mb = median(rng.choices(b, k=len(b)))
+        ma = med(rng.choices(a, k=na), na)
+        mb = med(rng.choices(b, k=nb), nb)
         if mb > 0:
             ratios.append(ma / mb)
     ratios.sort()
@@ -221,3 +230,53 @@ def spread_warning(name: str, xs: Iterable[float], threshold: float = SPREAD_WAR
         return (f"warning: {name}: spread (interquartile range / median) {r:.0%} exceeds "
                 f"{threshold:.0%}")
     return None
+
+
+# ---- candidates against native ------------------------------------------------------
+
+def sample_blocks(samples: Sequence[float], blocks: int = 10) -> list[float]:
+    """The medians of `blocks` runs of consecutive samples: for measurements taken
+    before interleaved rounds (one sequential pass per candidate), a bounded sample
+    whose spread still shows drift during the pass (the intervals then rest on
+    blocks, not on rounds, and say less about load changes between candidates)."""
+    xs = [float(x) for x in samples]
+    if len(xs) <= blocks:
+        return xs
+    step = len(xs) / blocks
+    return [median(xs[int(i * step):int((i + 1) * step)]) for i in range(blocks)]
+
+
+@dataclass(frozen=True)
+class Versus:
+    """One size's candidates: each one's median time with its interval, the fastest
+    non-native one (`best`), its speed-up over native (native / best, higher is better)
+    with the interval, the verdict that interval allows (None where a side has a single
+    sample: no interval), and the noisy candidates."""
+
+    estimates: dict
+    best: str | None
+    speedup: Estimate | None
+    verdict: str | None
+    noisy: list
+
+    def speedup_text(self, fmt: str = "{:.2f}") -> str:
+        return "-" if self.speedup is None else self.speedup.text(fmt)
+
+
+def versus_native(samples: dict, native: str = "native", exclude: Iterable = (),
+                  threshold: float = SPREAD_WARN) -> Versus:
+    """Compares the candidates of one size (name -> samples of times, lower is better).
+    `exclude`: candidates that may not win (a failed check). The best candidate is
+    chosen by its median; its interval is not widened for having been chosen among
+    several, so a marginal "faster" among many candidates deserves a second run."""
+    skip = set(exclude)
+    estimates = {name: median_ci(xs) for name, xs in samples.items() if xs}
+    ours = [n for n in estimates if n != native and n not in skip]
+    best = min(ours, key=lambda n: estimates[n].value, default=None)
+    sp = v = None
+    if best is not None and native in estimates and estimates[best].value > 0:
+        sp = speedup(samples[native], samples[best])
+        # One sample a side has no interval: a point speed-up, and no verdict at all.
+        v = verdict(sp) if sp.n >= 2 else None
+    noisy = [n for n, xs in samples.items() if xs and relative_spread(xs) > threshold]
+    return Versus(estimates, best, sp, v, noisy)

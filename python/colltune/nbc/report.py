@@ -56,7 +56,14 @@ def _overlap_svg(st: dict) -> str:
         for i, name in enumerate(rows[0]["results"]):
             ax.plot(ns, [r["results"][name]["total_us"] for r in rows], "o-",
                     color=f"C{i % 10}", label=name)
-        ax.plot(ns, [r["predicted_total_us"] for r in rows], "k--", label="model")
+        # A marker on the model too: a study of one N has one point per series, and a
+        # dashed line through one point draws nothing beside its legend entry.
+        ax.plot(ns, [r["predicted_total_us"] for r in rows], "k--", marker="x", label="model")
+        # N is a count of ranks: ticks at the measured N only, and room around a lone one
+        # (matplotlib would otherwise span 1.90-2.10 around N = 2).
+        ax.set_xticks(ns, [str(n) for n in ns])
+        if len(set(ns)) == 1:
+            ax.set_xlim(ns[0] - 1, ns[0] + 1)
         ax.set_xlabel("N (application ranks)")
         ax.set_ylabel("total time (µs)")
         ax.legend(fontsize=7, ncol=2)

@@ -46,6 +46,7 @@ from ..core.mpi import (
     describe_library,
     run_json_lines,
 )
+from ..core.units import human_size
 from .schema import SCHEMA, SCHEMA_VERSION, switches, validate
 
 PENDING_COUNTS = [1, 2, 4, 8, 16]
@@ -486,10 +487,13 @@ class P2PRun:
         kept = ("size_bytes", "os_us", "or_us", "g_us", "oneway_us", "mode", "os_pending_us",
                 "g_pending_us", "iterations", "isend_wait_us", "late_isend_wait_us", "delay_us")
         pts = [{k: r[k] for k in kept if k in r} for r in points]
-        latency = entry["latency_us"]
+        latency, latency_bytes = entry["latency_us"], None
         if latency is None:  # no machine file: the smallest message's one-way time
-            latency = pts[0]["oneway_us"]
+            # ...whose size is kept beside it: with --min 32K it is a 32 KiB message's
+            # time, not a latency in the usual sense (issue 39).
+            latency, latency_bytes = pts[0]["oneway_us"], pts[0]["size_bytes"]
         layer = {"layer": entry["layer"], "pair": entry["pair"], "latency_us": latency,
+                 "latency_bytes": latency_bytes,
                  "points": pts, "switches": switches(pts),
                  "between_hosts": bool(entry.get("between_hosts"))}
         if entry.get("hosts"):
@@ -577,8 +581,8 @@ def summary(doc: dict) -> str:
                      + (f"between hosts {hosts[0]} and {hosts[1]}, " if layer.get(
                          "between_hosts") else f"inside host {hosts[0]}, " if hosts else "")
                      + (f"cores {pair[0]}-{pair[1]}" if pair else "unpinned")
-                     + (f", latency {layer['latency_us']:.2f} us" if layer["latency_us"]
-                        is not None else "") + ")")
+                     + (f", {latency_text(layer)}" if layer["latency_us"] is not None
+                        else "") + ")")
         lines.append(f"    {'size':>10} {'os us':>9} {'or us':>9} {'g us':>9} "
                      f"{'one-way us':>11}  mode")
         at = {s["at_bytes"] for s in layer["switches"]}
@@ -704,3 +708,12 @@ def cmd_p2p(args: argparse.Namespace) -> int:
         print(f"recorded as run {run.id} in {store.path}")
         store.close()
     return 0 if doc["complete"] else 1
+
+
+def latency_text(layer: dict) -> str:
+    """'latency 1.23 us' labelled with what it is: the probe's, or the one-way time of the
+    smallest message measured, whose size is said (it need not be a small one)."""
+    b = layer.get("latency_bytes")
+    if b is None:
+        return f"latency {layer['latency_us']:.2f} us (from the machine file)"
+    return f"one-way time {layer['latency_us']:.2f} us at {human_size(b)}"

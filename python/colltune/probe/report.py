@@ -165,6 +165,7 @@ def _memory_html(data, doc: dict) -> str | None:
 def _scaling_svg(groups: list[dict]) -> str:
     import matplotlib
     from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
 
     from ..render.plot import PLOT_LOCK, RC, to_svg
 
@@ -174,6 +175,8 @@ def _scaling_svg(groups: list[dict]) -> str:
         for i, g in enumerate(groups):
             ax.plot([s["n"] for s in g["scaling"]], [s["total_gbps"] for s in g["scaling"]],
                     marker="o", label=f"group {i}")
+        # Core counts are whole: no 1.5 cores on the axis.
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("cores copying at once")
         ax.set_ylabel("GB/s in all")
         ax.grid(True, alpha=0.3)

@@ -13,8 +13,11 @@ from __future__ import annotations
 import datetime
 import math
 import re
+import shlex
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import matplotlib
 from matplotlib.colors import TwoSlopeNorm
@@ -52,6 +55,7 @@ from ..store.store import Store
 from ..tune.report import tune_section
 from ..tune.verify_report import verify_section
 from .suite import suite_section
+from .summary import summary_section
 
 # The plotted latency: median over iterations of the slowest rank's time, the time the
 # collective as a whole took; OSU-style averages are in the tables.
@@ -144,11 +148,13 @@ class OpGroup:
         return min(found, key=lambda p: p[0]) if found else None
 
     def ratio(self, curve: Curve, size: int) -> float | None:
+        """The speed-up of `curve` over the best native: native time / its time, higher
+        is better (the one convention of the report, issue 39)."""
         best = self.best_native(size)
         value = curve.latency(size)
-        if best is None or value is None or best[0] <= 0:
+        if best is None or value is None or value <= 0:
             return None
-        return value / best[0]
+        return best[0] / value
 
 
 @dataclass
@@ -179,7 +185,9 @@ def write_report(store: Store, run_ids: list[int], out_path: str) -> str:
 def render_report(store: Store, run_ids: list[int], *, nav: str = "") -> str:
     """The report as an HTML string. `nav` is trusted HTML put above the title."""
     data = load_report_data(store, run_ids)
-    sections = [s for build in REPORT_SECTIONS if (s := build(data)) is not None]
+    # The answer first (issue 39): the summary, then the runs and the details.
+    sections = [summary_section(data)]
+    sections += [s for build in REPORT_SECTIONS if (s := build(data)) is not None]
     sections += [s for g in data.groups if (s := _operation_section(data, g)) is not None]
     if not data.groups:
         sections.append(Section("no-results", "Results",
@@ -390,13 +398,14 @@ def _ratio_part(data: ReportData, group: OpGroup) -> str | None:
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log", base=2)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: f"{y:g}"))
-        ax.set_ylabel("latency / best native (below 1: faster)")
+        ax.set_ylabel("speed-up: best native / latency (above 1: faster)")
 
-    svg = _plot(draw, group.sizes, f"{group.title}: ratio to the best native")
+    svg = _plot(draw, group.sizes, f"{group.title}: speed-up over the best native")
     headers = ["size", "best native (µs)"] + [c.label for c in group.curves] + ["fastest"]
     rows = [_ratio_row(group, s) for s in group.sizes]
-    caption = (f"{esc(group.title)}: each algorithm's latency divided by the best native "
-               f"latency at that size{_of_runs(group)} (below 1: faster than the MPI library).")
+    caption = (f"{esc(group.title)}: each algorithm's speed-up, the best native latency at "
+               f"that size{_of_runs(group)} divided by the algorithm's (above 1: faster than "
+               "the MPI library).")
     return _figure(data, group, svg, caption, table(headers, rows))
 
 
@@ -410,8 +419,8 @@ def _ratio_row(group: OpGroup, size: int) -> list:
     ratios = [group.ratio(c, size) for c in group.curves]
     known = [(v, c) for c in group.curves if (v := c.latency(size)) is not None]
     fastest = min(known, key=lambda p: p[0])[1].label if known else None
-    low = min((r for r in ratios if r is not None), default=None)
-    cells = [Markup(f"<strong>{fmt_ratio(r)}</strong>") if r is not None and r == low
+    high = max((r for r in ratios if r is not None), default=None)
+    cells = [Markup(f"<strong>{fmt_ratio(r)}</strong>") if r is not None and r == high
              else fmt_ratio(r) for r in ratios]
     return [fmt_size(size), fmt_us(best[0] if best else None), *cells, fastest]
 
@@ -425,8 +434,9 @@ def _heatmap_part(data: ReportData, group: OpGroup) -> str | None:
     headers = ["algorithm"] + [fmt_size(s) for s in sizes]
     rows = [[c.label] + [fmt_ratio(r) for r in row]
             for c, row in zip(group.curves, matrix, strict=True)]
-    caption = (f"{esc(group.title)}: ratio to the best native{_of_runs(group)} per algorithm "
-               "and size (blue: faster than native, red: slower).")
+    caption = (f"{esc(group.title)}: speed-up over the best native{_of_runs(group)} per "
+               "algorithm and size (best native / latency; blue, above 1: faster than native; "
+               "red: slower).")
     return _figure(data, group, svg, caption, table(headers, rows))
 
 
@@ -452,7 +462,7 @@ def _sizeless_part(data: ReportData, group: OpGroup) -> str | None:
         ax.set_xlabel("latency (µs)")
         ax.grid(True, axis="x", alpha=0.3)
         svg = to_svg(fig, f"{group.title}: latency per algorithm")
-    headers = ["algorithm", "latency (µs)", "ratio to best native", "check"]
+    headers = ["algorithm", "latency (µs)", "speed-up over best native", "check"]
     table_rows = [[c.label, fmt_us(v), fmt_ratio(group.ratio(c, 0)),
                    c.results[0].get("check")] for c, v in zip(curves, values, strict=True)]
     caption = (f"{esc(group.title)}: latency ({METRIC_TEXT}) per algorithm; the operation has "
@@ -471,15 +481,15 @@ def _comparison_part(data: ReportData, group: OpGroup) -> str | None:
         return None
     summary_rows = [_comparison_row(group, s, a_id, b_id) for s in group.sizes]
     summary = table(["size", f"best native, run {a_id} (µs)", f"best native, run {b_id} (µs)",
-                     "ratio B/A", f"fastest in run {a_id}", f"fastest in run {b_id}",
-                     "ratio B/A"], summary_rows)
+                     "speed-up of B (A/B)", f"fastest in run {a_id}", f"fastest in run {b_id}",
+                     "speed-up of B (A/B)"], summary_rows)
     matrix_rows = [[fmt_size(s)] + [_ratio_cell(cb.latency(s), ca.latency(s))
                                     for ca, cb in pairs] for s in group.sizes]
     matrix = table(["size"] + [ca.name for ca, _ in pairs], matrix_rows)
     return (f"<h3>Run {esc(b_id)} (B) against run {esc(a_id)} (A)</h3>"
-            f"<p>Latency of run B divided by run A (below 1: run B faster). The overlaid "
-            f"curves are in the latency figure above.</p>{summary}"
-            f"<h4>Per algorithm, ratio B/A</h4>{matrix}")
+            f"<p>Speed-up of run B over run A: run A's latency divided by run B's (above 1: "
+            f"run B faster). The overlaid curves are in the latency figure above.</p>{summary}"
+            f"<h4>Per algorithm, speed-up of B (A/B)</h4>{matrix}")
 
 
 def _first_bench_curves(group: OpGroup, run_id: int) -> dict[tuple[str, int], Curve]:
@@ -505,8 +515,10 @@ def _comparison_row(group: OpGroup, size: int, a_id: int, b_id: int) -> list:
 def _ratio_cell(b: float | None, a: float | None) -> Markup:
     if a is None or b is None or a <= 0:
         return Markup("—")
-    ratio = b / a
-    css = "faster" if ratio < 0.95 else "slower" if ratio > 1.05 else "same"
+    if b <= 0:
+        return Markup("—")
+    ratio = a / b  # the speed-up of B: higher is better
+    css = "faster" if ratio > 1.05 else "slower" if ratio < 0.95 else "same"
     return Markup(f"<span class='{css}'>{esc(fmt_ratio(ratio))}</span>")
 
 
@@ -553,10 +565,23 @@ def _reproduction(data: ReportData, group: OpGroup) -> str:
                                  if c.run["id"] == run_id and c.bench.get("command"))
         if commands:
             lines.append("# which ran:")
-            lines.extend(commands)
+            lines.extend(_without_temporary_files(c) for c in commands)
     lines.append("# then drew this figure with:")
     lines.append(f"colltune report {' '.join(map(str, data.run_ids))} -o report.html")
     return "\n".join(lines)
+
+
+def _without_temporary_files(command: str) -> str:
+    """ct_bench's command as recorded names the temporary JSON Lines file that `colltune
+    bench` read and removed: a reproduction cannot cite it. The file becomes a name in the
+    current directory, which the command then writes."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    tmp = tempfile.gettempdir().rstrip("/") + "/"
+    out = [Path(w).name if w.startswith(tmp) and not Path(w).exists() else w for w in words]
+    return shlex.join(out)
 
 
 def _plot(draw: Callable, sizes: list[int], label: str) -> str:
@@ -581,7 +606,8 @@ def _heatmap_svg(group: OpGroup, sizes: list[int], matrix: list[list[float | Non
     with PLOT_LOCK, matplotlib.rc_context(RC):
         fig = Figure(figsize=(max(6.0, 0.6 * len(sizes) + 3), 0.32 * len(group.curves) + 1.6))
         ax = fig.add_subplot()
-        mesh = ax.pcolormesh(logs, cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -span, span),
+        # Speed-ups: above 1 (log > 0) is faster, blue.
+        mesh = ax.pcolormesh(logs, cmap="RdBu", norm=TwoSlopeNorm(0.0, -span, span),
                              edgecolors="white", linewidth=0.5)
         ax.set_xticks([i + 0.5 for i in range(len(sizes))], [fmt_size(s) for s in sizes],
                       rotation=45, ha="right")
@@ -592,10 +618,10 @@ def _heatmap_svg(group: OpGroup, sizes: list[int], matrix: list[list[float | Non
         if len(sizes) * len(group.curves) <= 400:
             _annotate_cells(ax, matrix, logs, span)
         bar = fig.colorbar(mesh, ax=ax, pad=0.02)
-        bar.set_label("latency / best native")
+        bar.set_label("speed-up: best native / latency")
         bar.formatter = FuncFormatter(lambda v, _: f"{2 ** v:.3g}")
         bar.update_ticks()
-        return to_svg(fig, f"{group.title}: heatmap of the ratio to the best native")
+        return to_svg(fig, f"{group.title}: heatmap of the speed-up over the best native")
 
 
 def _annotate_cells(ax, matrix, logs, span) -> None:
@@ -634,7 +660,8 @@ def _page(data: ReportData, sections: list[Section], nav: str) -> str:
 <body>{nav}
 <header><h1>colltune report: run{'s' if len(data.runs) > 1 else ''} {esc(ids)}</h1>
 <p class="meta">Generated {esc(generated)} by colltune {esc(__version__)} from
-<code>{esc(data.store_path)}</code>. Latency is the {esc(METRIC_TEXT)}.</p>
+<code>{esc(data.store_path)}</code>. Latency is the {esc(METRIC_TEXT)}. Ratios are
+speed-ups (native / colltune, higher is better).</p>
 <nav class="toc"><ul>{toc}</ul></nav></header>
 <main>{body}</main>
 </body></html>

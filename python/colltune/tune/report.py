@@ -44,14 +44,15 @@ def _decision_map(doc: dict) -> str:
             if not e:
                 tds.append("<td></td>")
                 continue
-            gain = (f"{e['native_us'] / e['time_us']:.2f}x" if e.get("native_us") and
+            gain = (f"{e['native_us'] / e['time_us']:.2f}" if e.get("native_us") and
                     e["time_us"] else "")
             seg = f" / {fmt_size(e['segsize'])}" if e.get("segsize") else ""
             tds.append(f"<td style='background:{colour[e['algorithm']]}' title='"
                        f"{esc(e['time_us'])} us, native {esc(e.get('native_us'))} us'>"
                        f"{esc(e['algorithm'])}{esc(seg)}<br><small>{esc(gain)}</small></td>")
         body.append(f"<tr><th>{esc(op)} · {esc(n)}</th>{''.join(tds)}</tr>")
-    return ("<p>Cell: the chosen algorithm (/ segment size) and native's time over it "
-            "(above 1: colltune faster).</p><div class='table'><table><thead><tr>"
+    return ("<p>Cell: the chosen algorithm (/ segment size) and its speed-up, native's "
+            "time over its time (above 1: colltune faster).</p>"
+            "<div class='table'><table><thead><tr>"
             f"<th>operation · ranks</th>{head}</tr></thead><tbody>{''.join(body)}</tbody>"
             "</table></div>")

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from ..bench.bench import bench_bytes_per_rank
+from ..core import stats
 from ..core.args import (
     UsageError,
     add_db,
@@ -54,6 +55,31 @@ CONFIRM_ROUNDS = 2
 
 class TuneError(RuntimeError):
     pass
+
+
+def confirm_choice(evaluate, alg: str, seg: int, t: float, native: float, rounds: int,
+                   margin: float, seed: int = 0) -> tuple[str, int, float, float, dict]:
+    """The strategy's choice measured again against native in `rounds` interleaved rounds
+    (each round both, in a fresh shuffled order: stats.interleaved_rounds), beside the
+    strategy's own measurement of each. The choice stands where its median beats native's
+    by `margin`, else native is kept. Returns (algorithm, segsize, its time, native's time,
+    the record of the comparison: the speed-up native / choice with its 95% interval and the
+    verdict that interval allows, 'tie' where it holds 1)."""
+    runs, natives = [t], [native]
+    for order in stats.interleaved_rounds(["native", "choice"], rounds, seed=seed):
+        for who in order:
+            if who == "native":
+                natives.append(evaluate("native", 0))
+            else:
+                runs.append(evaluate(alg, seg))
+    sp = stats.speedup(natives, runs)
+    record = {"speedup": round(sp.value, 4), "speedup_lo": round(sp.lo, 4),
+              "speedup_hi": round(sp.hi, 4), "verdict": stats.verdict(sp),
+              "candidate": alg, "candidate_segsize": seg}
+    t, native = statistics.median(runs), statistics.median(natives)
+    if t * (1 + margin) > native:
+        return "native", 0, native, native, record  # within the noise of native: keep it
+    return alg, seg, t, native, record
 
 
 class Server:
@@ -315,21 +341,17 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
             spent = res.evaluations
             native = res.evaluated.get(("native", 0))
             alg, seg, t = res.algorithm, res.segsize, res.time_us
+            confidence = {}
             if alg != "native" and native is not None:
-                runs, natives = [t], [native]
-                for _ in range(confirm):
-                    natives.append(evaluate("native", 0))
-                    runs.append(evaluate(alg, seg))
+                alg, seg, t, native, confidence = confirm_choice(
+                    evaluate, alg, seg, t, native, confirm, margin, seed=i)
                 spent += 2 * confirm
-                t, native = statistics.median(runs), statistics.median(natives)
-                if t * (1 + margin) > native:
-                    alg, seg, t = "native", 0, native  # within the noise of native: keep it
             evaluations += spent
             doc["entries"].append({"op": op, "ranks": n, "size_bytes": size,
                                    "algorithm": alg, "segsize": seg,
                                    "time_us": round(t, 3),
                                    "native_us": None if native is None else round(native, 3),
-                                   "evaluations": spent})
+                                   "evaluations": spent, **confidence})
             tbl.write_table(doc, output)
             bar.update(i + 1, len(todo))
             if on_point:
@@ -452,7 +474,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     reasons = {"interrupted": "interrupted by SIGINT (Ctrl-C)",
                "terminated": "terminated by SIGTERM", "failed": "a measurement failed"}
     if run:
-        run.add_bench(tune_bench(doc, evaluations, elapsed))
+        run.add_bench(tune_bench(doc, evaluations, elapsed, args.output))
         where = f"{len(doc['entries'])} of {len(points)} points tuned"
         run.finish("complete" if status == "complete" else
                    "failed" if status == "failed" else "interrupted",
@@ -509,20 +531,29 @@ def summary(doc: dict, evaluations: int, elapsed: float) -> str:
     gains = [e["native_us"] / e["time_us"] for e in wins if e["time_us"] > 0]
     lines = [f"tuned {len(entries)} point(s) with {doc['strategy']} in {elapsed:.2f} s, "
              f"{evaluations} measurement(s) this run; colltune chosen at {len(wins)} point(s)"
-             + (f", {min(gains):.2f}x to {max(gains):.2f}x faster than native there"
+             + (f", speed-up (native / colltune) {min(gains):.2f} to {max(gains):.2f} there"
                 if gains else "")]
     for e in entries[:12]:
         seg = f" seg {human_size(e['segsize'])}" if e["segsize"] else ""
+        # The confirmation's speed-up (native / the strategy's candidate) with its interval:
+        # a verdict only where the interval excludes 1.
+        conf = (f"; {e['candidate']} speed-up {e['speedup']:.2f} [{e['speedup_lo']:.2f}, "
+                f"{e['speedup_hi']:.2f}], {stats.verdict_text(e['verdict'])}"
+                if "speedup" in e else "")
         lines.append(f"  {e['op']:<10} {e['ranks']:>4} ranks {human_size(e['size_bytes']):>9}: "
-                     f"{e['algorithm']}{seg} {e['time_us']:.1f} us")
+                     f"{e['algorithm']}{seg} {e['time_us']:.1f} us{conf}")
     if len(entries) > 12:
         lines.append(f"  ... {len(entries) - 12} more in the table")
     return "\n".join(lines)
 
 
-def tune_bench(doc: dict, evaluations: int, elapsed: float) -> dict:
+def tune_bench(doc: dict, evaluations: int, elapsed: float, output: str | None = None) -> dict:
+    # `output`: where the table was written, absolute, so that the report can name the
+    # table to use and the line that uses it.
+    where = {"output": os.path.abspath(output)} if output else {}
     return {"schema": "colltune-bench/1", "op": "tune", "tune": {**doc, "evaluations":
-                                                               evaluations, "elapsed_s": elapsed},
+                                                               evaluations, "elapsed_s": elapsed,
+                                                               **where},
             "results": [{"algorithm": e["algorithm"], "size": e["size_bytes"],
                          "ranks_used": e["ranks"], "median_us": e["time_us"],
                          "native_us": e["native_us"], "op_tuned": e["op"]}

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core import stats
 from ..core.args import add_db, add_output, add_table, check_writable, positive_int
 from ..core.colls import REDUCTIONS
 from ..core.mpi import (
@@ -170,6 +171,22 @@ def _spread(s: Samples, prefix: str = "") -> dict:
             for side in ("tuned", "native") for f in (min, max)}
 
 
+def speedup_fields(s: Samples) -> dict:
+    """The point's speed-up native / tuned (higher is better, issue 39's one convention)
+    with its 95% bootstrap interval over the rounds, and the verdict it allows: 'faster'
+    or 'slower' only where the interval excludes 1, else 'tie'. The correction decision
+    (classify) keeps its own rule: a margin and the share of rounds lost."""
+    est = stats.speedup(s["native"], s["tuned"])
+    return {"speedup": round(est.value, 4), "speedup_lo": round(est.lo, 4),
+            "speedup_hi": round(est.hi, 4), "speedup_verdict": stats.verdict(est)}
+
+
+def speedup_text(row: dict) -> str:
+    if "speedup" not in row:  # a record from before the speed-ups: invert its ratio
+        return f"{1 / row['ratio']:.2f}" if row.get("ratio") else "-"
+    return f"{row['speedup']:.2f} [{row['speedup_lo']:.2f}, {row['speedup_hi']:.2f}]"
+
+
 def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
                  margin: float = MARGIN, log=None) -> tuple[dict, dict]:
     """Measures every point of `doc` (verify_points) `rounds` times through
@@ -182,7 +199,8 @@ def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
     samples = measure(doc, points, rounds)
     suspects = [p for p in points if ratio(samples[point_key(p)]) > 1 + margin]
     if suspects:
-        say(f"{len(suspects)} point(s) above {1 + margin:.2f}x: measured {2 * rounds} more "
+        say(f"{len(suspects)} point(s) with a speed-up below {1 / (1 + margin):.2f}: "
+            f"measured {2 * rounds} more "
             "round(s)")
         more = measure(doc, suspects, 2 * rounds)
         for p in suspects:
@@ -197,7 +215,8 @@ def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
         alg, seg = _choice(doc, key)
         row = {**p, "algorithm": alg, "segsize": seg, "tuned_us": _median(s["tuned"]),
                "native_us": _median(s["native"]), **_spread(s), "ratio": round(ratio(s), 4),
-               "rounds": len(s["tuned"]), "verdict": classify(s, margin)}
+               "rounds": len(s["tuned"]), "verdict": classify(s, margin),
+               **speedup_fields(s)}
         rows.append(row)
         if row["verdict"] != "loses":
             continue
@@ -214,9 +233,10 @@ def verify_table(doc: dict, measure: Measure, *, rounds: int = ROUNDS,
             c = measure(trial, [p], rounds)[key]
             if statistics.median(c["tuned"]) * (1 + margin) <= statistics.median(c["native"]):
                 to, to_us = cand, _median(c["tuned"])
-                why += f"; next candidate measured {ratio(c):.2f}x native"
+                why += f"; next candidate measured speed-up {1 / ratio(c):.2f}"
             else:
-                why += f"; next candidate {cand['algorithm']} measured {ratio(c):.2f}x native"
+                why += (f"; next candidate {cand['algorithm']} measured speed-up "
+                        f"{1 / ratio(c):.2f}")
         if entry:
             entry.update(to, time_us=to_us, native_us=row["native_us"])
         else:  # a midpoint: its own entry, so that the sizes around it go native
@@ -370,19 +390,24 @@ def text_tables(record: dict) -> str:
     for (op, n), rows in groups.items():
         lines.append(f"# colltune verify: {op}, {n} ranks (tuned = through the drop-in, "
                      "medians over rounds)")
-        lines.append(f"{'# Size':<10}{'Tuned(us)':>12}{'Native(us)':>12}{'Ratio':>8}  "
-                     f"{'Verdict':<8} {'Choice':<24} After")
+        lines.append(f"{'# Size':<10}{'Tuned(us)':>12}{'Native(us)':>12}"
+                     f"{'Speed-up [95%]':>22}  {'Verdict':<27} {'Decision':<8} "
+                     f"{'Choice':<24} After")
         for row in rows:
             size = "-" if op == "barrier" else human_size(row["size"])
             mark = "*" if row["kind"] == "midpoint" else ""
             seg = f"/{human_size(row['segsize'])}" if row["segsize"] else ""
-            after = (f"{row['after_algorithm']} {row['after_ratio']:.2f}x"
-                     if "after_ratio" in row else "")
+            after = (f"{row['after_algorithm']} speed-up {1 / row['after_ratio']:.2f}"
+                     if row.get("after_ratio") else "")
+            verdict = stats.verdict_text(row.get("speedup_verdict", stats.TIE))
             lines.append(f"{size + mark:<10}{row['tuned_us']:>12.2f}{row['native_us']:>12.2f}"
-                         f"{row['ratio']:>8.2f}  {row['verdict']:<8} "
+                         f"{speedup_text(row):>22}  {verdict:<27} {row['verdict']:<8} "
                          f"{row['algorithm'] + seg:<24} {after}")
         lines.append("")
-    lines.append("* midpoint between two sizes of the table; ratio = tuned / native")
+    lines.append("* midpoint between two sizes of the table; speed-up = native / tuned "
+                 "(higher is better), [95% interval] over the rounds; verdict: faster or "
+                 "slower only where the interval excludes 1; decision: the correction rule "
+                 "(loses: tuned/native above 1 + margin in most rounds)")
     if record.get("not_verified"):
         lines.append(f"not verified: {', '.join(record['not_verified'])} (ct_osu does not "
                      "time them; non-blocking entries are chosen for overlap)")
@@ -392,7 +417,7 @@ def text_tables(record: dict) -> str:
                      + ("; new entry" if c["added_entry"] else "") + ")")
     for s in record["still_slower"]:
         lines.append(f"STILL SLOWER {s['op']} {s['ranks']} ranks {human_size(s['size'])}: "
-                     f"{s['ratio']:.2f}x: {s['reason']}")
+                     f"speed-up {1 / s['ratio']:.2f}: {s['reason']}")
     return "\n".join(lines)
 
 
@@ -401,9 +426,9 @@ def summary(record: dict) -> str:
     finals = [r.get("after_ratio", r["ratio"]) for r in rows]
     worst = max(finals, default=1.0)
     return (f"verified {len(rows)} point(s): {sum(r['kind'] == 'midpoint' for r in rows)} "
-            f"midpoint(s), {len(record['corrections'])} correction(s), worst ratio after "
-            f"correction {worst:.2f}x, {len(record['still_slower'])} still above "
-            f"{1 + record['margin']:.2f}x")
+            f"midpoint(s), {len(record['corrections'])} correction(s), lowest speed-up "
+            f"(native / tuned) after correction {1 / worst:.2f}, "
+            f"{len(record['still_slower'])} still below {1 / (1 + record['margin']):.2f}")
 
 
 def verify_bench(record: dict, table: str, output: str, command: str) -> dict:
