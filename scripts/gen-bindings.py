@@ -429,7 +429,7 @@ def dropin_init_c(row: Row) -> list[str]:
     res = "rc" if row.vargs is None else "ret"
     lib = wrap(f"{'int ' if row.vargs is None else ''}{res} = PMPI_{row.name}_init_c(",
                names(row, extra), ");", 4)
-    lib += [f"    return ct_dropin_made_native_c({res}, {row.coll}, comm);"]
+    lib += [f"    return ct_dropin_made_native_c({res}, {row.coll}, comm, request);"]
     if row.vargs is None:
         body = [f"    if ({' && '.join(fits_scalars(row))})"]
         body += wrap(f"return MPI_{row.name}_init(", names(row, extra, int_subst(row)), ");", 8)

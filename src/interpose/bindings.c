@@ -860,7 +860,7 @@ int MPI_Bcast_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int root
     if (CT_FITS_INT(count))
         return MPI_Bcast_init(buf, (int)count, datatype, root, comm, info, request);
     int rc = PMPI_Bcast_init_c(buf, count, datatype, root, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_BCAST, comm);
+    return ct_dropin_made_native_c(rc, CT_BCAST, comm, request);
 }
 
 int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -870,7 +870,7 @@ int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
         return MPI_Reduce_init(sendbuf, recvbuf, (int)count, datatype, op, root, comm, info,
                                request);
     int rc = PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_REDUCE, comm);
+    return ct_dropin_made_native_c(rc, CT_REDUCE, comm, request);
 }
 
 int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -879,7 +879,7 @@ int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MP
     if (CT_FITS_INT(count))
         return MPI_Allreduce_init(sendbuf, recvbuf, (int)count, datatype, op, comm, info, request);
     int rc = PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_ALLREDUCE, comm);
+    return ct_dropin_made_native_c(rc, CT_ALLREDUCE, comm, request);
 }
 
 int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -891,7 +891,7 @@ int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
                                 recvtype, root, comm, info, request);
     int rc = PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
                                  comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_SCATTER, comm);
+    return ct_dropin_made_native_c(rc, CT_SCATTER, comm, request);
 }
 
 int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -903,7 +903,7 @@ int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
                                root, comm, info, request);
     int rc = PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
                                 comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_GATHER, comm);
+    return ct_dropin_made_native_c(rc, CT_GATHER, comm, request);
 }
 
 int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -915,7 +915,7 @@ int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
                                   recvtype, comm, info, request);
     int rc = PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                                    info, request);
-    return ct_dropin_made_native_c(rc, CT_ALLGATHER, comm);
+    return ct_dropin_made_native_c(rc, CT_ALLGATHER, comm, request);
 }
 
 int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -927,7 +927,7 @@ int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
                                  recvtype, comm, info, request);
     int rc = PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                                   info, request);
-    return ct_dropin_made_native_c(rc, CT_ALLTOALL, comm);
+    return ct_dropin_made_native_c(rc, CT_ALLTOALL, comm, request);
 }
 
 int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -953,7 +953,7 @@ int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
     }
     ret = PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                  recvtype, comm, info, request);
-    return ct_dropin_made_native_c(ret, CT_ALLGATHERV, comm);
+    return ct_dropin_made_native_c(ret, CT_ALLGATHERV, comm, request);
 }
 
 int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -988,7 +988,7 @@ int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
     }
     ret = PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                 rdispls, recvtype, comm, info, request);
-    return ct_dropin_made_native_c(ret, CT_ALLTOALLV, comm);
+    return ct_dropin_made_native_c(ret, CT_ALLTOALLV, comm, request);
 }
 
 int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -1017,7 +1017,7 @@ int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
     }
     ret = PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               root, comm, info, request);
-    return ct_dropin_made_native_c(ret, CT_GATHERV, comm);
+    return ct_dropin_made_native_c(ret, CT_GATHERV, comm, request);
 }
 
 int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
@@ -1046,7 +1046,7 @@ int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const
     }
     ret = PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                                root, comm, info, request);
-    return ct_dropin_made_native_c(ret, CT_SCATTERV, comm);
+    return ct_dropin_made_native_c(ret, CT_SCATTERV, comm, request);
 }
 
 int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
@@ -1058,7 +1058,7 @@ int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Coun
                                              info, request);
     int rc = PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info,
                                               request);
-    return ct_dropin_made_native_c(rc, CT_REDUCE_SCATTER_BLOCK, comm);
+    return ct_dropin_made_native_c(rc, CT_REDUCE_SCATTER_BLOCK, comm, request);
 }
 
 int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
@@ -1081,7 +1081,7 @@ int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Coun
     }
     ret = PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info,
                                      request);
-    return ct_dropin_made_native_c(ret, CT_REDUCE_SCATTER, comm);
+    return ct_dropin_made_native_c(ret, CT_REDUCE_SCATTER, comm, request);
 }
 
 int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -1090,7 +1090,7 @@ int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
     if (CT_FITS_INT(count))
         return MPI_Scan_init(sendbuf, recvbuf, (int)count, datatype, op, comm, info, request);
     int rc = PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_SCAN, comm);
+    return ct_dropin_made_native_c(rc, CT_SCAN, comm, request);
 }
 
 int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -1099,7 +1099,7 @@ int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
     if (CT_FITS_INT(count))
         return MPI_Exscan_init(sendbuf, recvbuf, (int)count, datatype, op, comm, info, request);
     int rc = PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_EXSCAN, comm);
+    return ct_dropin_made_native_c(rc, CT_EXSCAN, comm, request);
 }
 
 #endif /* MPI_VERSION >= 4 */

@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "monitor/monitor.h"
 
@@ -11,6 +12,28 @@ void ct_dropin_count_native(ct_coll coll, long long bytes)
 {
     if (ct_monitor_level)
         ct_monitor_native(coll, bytes);
+}
+
+/* dropin.h */
+void ct_dropin_profile(const ct_call *c, int form, long long bytes, const char *ran,
+                       const ct_options *o, unsigned long long t0, int rc)
+{
+    int size = 0;
+    if (c->comm != MPI_COMM_NULL)
+        PMPI_Comm_size(c->comm, &size);
+    long long seg = 0;
+    if (o && strcmp(ran, "native") != 0) { /* the segment size the log shows too */
+        const ct_algorithm_info *info = ct_algorithm_find(c->coll, ran);
+        if (info && (info->flags & CT_ALG_SEGMENTABLE) && o->has_segsize)
+            seg = o->segsize;
+    }
+    int p = ct_profile_point(c->coll, form, size, bytes, ran, seg);
+    if (form == CT_PROF_BLOCKING)
+        ct_profile_record(p, bytes, t0, ct_monitor_ticks(), c->comm);
+    else if (rc == MPI_SUCCESS && c->request && form == CT_PROF_NONBLOCKING)
+        ct_profile_begin(*c->request, p, bytes, t0, c->comm);
+    else if (rc == MPI_SUCCESS && c->request)
+        ct_profile_persistent(*c->request, p, bytes, c->comm);
 }
 
 int ct_dropin_comm_size(MPI_Comm comm)
