@@ -13,6 +13,8 @@ from __future__ import annotations
 import collections
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 from colltune.core.mpi import MPIBuild, available_builds
@@ -116,3 +118,31 @@ def test_a_bad_setting_is_one_error_line(run, tmp_path):
     lines = [ln for ln in p.stderr.splitlines() if "COLLTUNE_PROFILE" in ln]
     assert len(lines) == 1 and "'yes' is neither on nor off" in lines[0], p.stderr
     assert not (tmp_path / "m.json").exists()
+
+
+def test_monitor_command_shows_and_records_the_profile(run, tmp_path, child_env):
+    """`colltune monitor --profile` with the monitor on too: one file, both records; the
+    table printed, stored and in the report's monitor section."""
+    build = run["build"]
+    if build.flavor != "mpich":
+        pytest.skip("the command is the same under both MPIs")
+    env = child_env(COLLTUNE_DB=str(tmp_path / "ct.db"), COLLTUNE_BCAST_ALGORITHM="binomial")
+    env.update(build.launch_env(NRANKS))
+    cmd = build.launch_command(NRANKS, [str(build.tool("tests/c/plain_profile"))], bind=False,
+                               export=("COLLTUNE_BCAST_ALGORITHM",))
+    p = subprocess.run([sys.executable, "-m", "colltune.cli", "monitor", "--profile",
+                        "--level", "count", "-o", str(tmp_path / "m.json"), "--", *cmd],
+                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "collective profile (2 ranks" in p.stdout
+    assert re.search(r"bcast\s+blocking\s+2\s+1048576\s+binomial\s+5\s+10\s", p.stdout), p.stdout
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert doc["level"] == "count" and len(doc["per_rank"]) == NRANKS
+    assert len(doc["profile"]["points"]) == len(EXPECTED)
+    run_id = p.stdout.split("recorded as run ")[1].split()[0]
+    r = subprocess.run([sys.executable, "-m", "colltune.cli", "report", run_id, "-o",
+                        str(tmp_path / "r.html")], env=env, cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "Collective profile (COLLTUNE_PROFILE=on)" in html and "binomial" in html
