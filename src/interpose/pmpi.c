@@ -43,6 +43,10 @@
  * (MPI_Recv, MPI_Irecv completed through the wait and test family, MPI_Sendrecv,
  * MPI_Mprobe/MPI_Improbe, MPI_Isendrecv and the large-count variants where the MPI has
  * them).
+ *
+ * COLLTUNE_PROFILE=on keeps the collective profile (src/monitor/profile.h): every call timed
+ * here and in pmpi_v.c / pmpi_persistent.c, non-blocking and persistent ones ended by the
+ * wait and test family below when it completes them. pvars.c shows it as MPI_T pvars.
  */
 #include <limits.h>
 #include <pthread.h>
