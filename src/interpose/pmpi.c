@@ -131,7 +131,7 @@ static int is_inter(MPI_Comm comm)
  * (issue 36: 15-50% at 8 B before). */
 static int left_alone(ct_coll coll)
 {
-    return !ct_select_may_serve(coll) && !ct_monitor_level && !ct_profile_on &&
+    return !ct_select_may_serve(coll) && !ct_monitor_level &&
            ct_select_log_level() < CT_LOG_DEBUG;
 }
 
@@ -139,8 +139,16 @@ static int left_alone(ct_coll coll)
 int ct_dropin_intercept(const ct_call *c)
 {
     ct_nbc_poll_orphans();
-    if (left_alone(c->coll))
-        return ct_call_native(c);
+    if (left_alone(c->coll)) {
+        if (!ct_profile_on)
+            return ct_call_native(c);
+        /* native whatever the choice: timed without asking the select layer */
+        unsigned long long t0 = ct_monitor_ticks();
+        int rc = ct_call_native(c);
+        ct_dropin_profile(c, c->request ? CT_PROF_NONBLOCKING : CT_PROF_BLOCKING,
+                          ct_call_bytes(c), "native", NULL, t0, rc);
+        return rc;
+    }
     ct_options o;
     int err = MPI_SUCCESS;
     long long bytes = ct_call_bytes(c);

@@ -24,6 +24,7 @@ typedef struct point {
     int op, form, comm_size;
     long long bucket, segsize;
     char alg[ALG_LEN];
+    const char *alg_ptr; /* the name as its first caller passed it, for the hint */
     int native;
     _Atomic unsigned long long calls, inits, bytes_total, ticks, bytes_min, bytes_max;
     _Atomic unsigned long long hist[HIST]; /* durations: bin b holds [2^(b-1), 2^b) ticks */
@@ -53,6 +54,10 @@ typedef struct event {
 } event;
 
 static point *points;
+/* Per operation and form, the point its last call found: a call like the previous one
+ * (the common case of a loop) is checked against it field by field, the algorithm by its
+ * pointer, and needs no hash. A stale hint is only a miss. */
+static _Atomic int hint[CT_NCOLL][CT_PROF_NFORMS];
 static inflight *flights;
 static persist *persists;
 static _Atomic long flights_top, persists_top; /* one past the highest slot ever used */
@@ -145,6 +150,15 @@ int ct_profile_point(int op, int form, int comm_size, long long bytes, const cha
     if (!points)
         return -1;
     long long bucket = bucket_of(bytes);
+    int known = op >= 0 && op < CT_NCOLL && form >= 0 && form < CT_PROF_NFORMS;
+    if (known) {
+        int s = atomic_load_explicit(&hint[op][form], memory_order_relaxed);
+        point *pt = &points[s];
+        if (atomic_load_explicit(&pt->state, memory_order_acquire) == 2 && pt->alg_ptr == alg &&
+            pt->op == op && pt->form == form && pt->comm_size == comm_size &&
+            pt->bucket == bucket && pt->segsize == segsize)
+            return s;
+    }
     unsigned h = hash(op, form, comm_size, bucket, alg, segsize);
     for (unsigned i = 0; i < NPOINTS; i++) {
         unsigned s = (h + i) & (NPOINTS - 1);
@@ -159,9 +173,12 @@ int ct_profile_point(int op, int form, int comm_size, long long bytes, const cha
                 pt->bucket = bucket;
                 pt->segsize = segsize;
                 snprintf(pt->alg, sizeof pt->alg, "%s", alg);
+                pt->alg_ptr = alg;
                 pt->native = strcmp(alg, "native") == 0;
                 atomic_store_explicit(&pt->bytes_min, ~0ULL, memory_order_relaxed);
                 atomic_store_explicit(&pt->state, 2, memory_order_release);
+                if (known)
+                    atomic_store_explicit(&hint[op][form], (int)s, memory_order_relaxed);
                 return (int)s;
             }
             st = atomic_load_explicit(&pt->state, memory_order_acquire);
@@ -169,8 +186,11 @@ int ct_profile_point(int op, int form, int comm_size, long long bytes, const cha
         while (st == 1) /* another thread is writing this key: a few stores away */
             st = atomic_load_explicit(&pt->state, memory_order_acquire);
         if (pt->op == op && pt->form == form && pt->comm_size == comm_size &&
-            pt->bucket == bucket && pt->segsize == segsize && strcmp(pt->alg, alg) == 0)
+            pt->bucket == bucket && pt->segsize == segsize && strcmp(pt->alg, alg) == 0) {
+            if (known)
+                atomic_store_explicit(&hint[op][form], (int)s, memory_order_relaxed);
             return (int)s;
+        }
     }
     return -1;
 }
