@@ -36,6 +36,14 @@ void ct_dropin_profile(const ct_call *c, int form, long long bytes, const char *
         ct_profile_persistent(*c->request, p, bytes, c->comm);
 }
 
+/* dropin.h */
+void ct_dropin_profile_library(ct_coll coll, int form, MPI_Comm comm, MPI_Request *request,
+                               unsigned long long t0, int rc)
+{
+    ct_call c = {.coll = coll, .comm = comm, .request = request};
+    ct_dropin_profile(&c, form, 0, "native", NULL, t0, rc);
+}
+
 int ct_dropin_comm_size(MPI_Comm comm)
 {
     int n = 0, inter = 0;

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include "api/call.h"
+#include "monitor/monitor.h"
 #include "select/select.h"
 
 #define CT_DROPIN_HIDDEN __attribute__((visibility("hidden")))
@@ -39,6 +40,23 @@ CT_DROPIN_HIDDEN void ct_dropin_count_native(ct_coll coll, long long bytes);
 CT_DROPIN_HIDDEN void ct_dropin_profile(const ct_call *c, int form, long long bytes,
                                         const char *ran, const ct_options *o,
                                         unsigned long long t0, int rc);
+
+/* A large-count (_c) call the library serves itself (counts past an int), started at t0
+ * and returned rc: profiled as a native call of unknown size (0). */
+CT_DROPIN_HIDDEN void ct_dropin_profile_library(ct_coll coll, int form, MPI_Comm comm,
+                                                MPI_Request *request, unsigned long long t0,
+                                                int rc);
+/* The generated _c entry points' library call: `return call`, timed for the profile
+ * when it is on. */
+#define CT_DROPIN_LIBRARY_C(coll, form, comm, request, call)                                  \
+    do {                                                                                      \
+        if (!ct_profile_on)                                                                   \
+            return call;                                                                      \
+        unsigned long long t0_ = ct_monitor_ticks();                                          \
+        int rc_ = call;                                                                       \
+        ct_dropin_profile_library(coll, form, comm, request, t0_, rc_);                       \
+        return rc_;                                                                           \
+    } while (0)
 
 /* The ranks of comm, or 0 for an inter-communicator or a bad one (the library
  * then decides). */

@@ -103,6 +103,8 @@ void ct_profile_init(void)
                             "the profile is off\n", v);
     }
     const char *t = getenv("COLLTUNE_TRACE");
+    if (!(v && *v) && t && *t)
+        on = 1; /* a timeline asked for alone brings its profile */
     if (!on)
         return;
     points = calloc(NPOINTS, sizeof *points);
@@ -506,13 +508,13 @@ static void merge(wire *all, int nall)
 
 static double median_of(const wire *key, const wire *all, int nall)
 {
-    bin_s bins[HIST * 64];
+    bin_s *bins = malloc(sizeof *bins * (size_t)(nall ? nall : 1) * HIST);
     int nb = 0;
     unsigned long long n = 0;
-    for (int i = 0; i < nall; i++) {
+    for (int i = 0; bins && i < nall; i++) {
         if (!same_key(key, &all[i]))
             continue;
-        for (int b = 0; b < HIST && nb < HIST * 64; b++) {
+        for (int b = 0; b < HIST; b++) {
             if (!all[i].hist[b])
                 continue;
             double lo = b ? (double)(1ULL << (b - 1)) : 0, hi = b ? 2 * lo : 1;
@@ -520,18 +522,23 @@ static double median_of(const wire *key, const wire *all, int nall)
             n += all[i].hist[b];
         }
     }
-    if (!n)
-        return 0;
-    qsort(bins, (size_t)nb, sizeof *bins, by_lo);
-    double half = (double)n / 2, seen = 0;
-    for (int b = 0; b < nb; b++) {
-        if (seen + (double)bins[b].n >= half) {
-            double f = ((half - seen) / (double)bins[b].n);
-            return bins[b].lo + f * (bins[b].hi - bins[b].lo);
+    double median = 0, half = (double)n / 2, seen = 0;
+    if (n) {
+        /* the ranks' bins overlap where their ticks differ a little: taken in order of
+         * their lower ends, an approximation well inside a bin's factor of two */
+        qsort(bins, (size_t)nb, sizeof *bins, by_lo);
+        median = bins[nb - 1].hi;
+        for (int b = 0; b < nb; b++) {
+            if (seen + (double)bins[b].n >= half) {
+                double f = (half - seen) / (double)bins[b].n;
+                median = bins[b].lo + f * (bins[b].hi - bins[b].lo);
+                break;
+            }
+            seen += (double)bins[b].n;
         }
-        seen += (double)bins[b].n;
     }
-    return bins[nb - 1].hi;
+    free(bins);
+    return median;
 }
 
 static wire *gathered;

@@ -34,7 +34,8 @@ extern _Thread_local int ct_profile_op __attribute__((tls_model("initial-exec"))
 extern _Atomic int ct_profile_pending;
 
 /* Reads COLLTUNE_PROFILE (on/off; anything else: one error line, the profile stays off)
- * and COLLTUNE_TRACE; after MPI_Init. */
+ * and COLLTUNE_TRACE (which turns the profile on where COLLTUNE_PROFILE is unset); after
+ * MPI_Init. */
 void ct_profile_init(void);
 
 /* The point of a call (found or made), or -1 when the table is full. alg: "native" or
