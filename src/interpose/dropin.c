@@ -22,9 +22,9 @@ void ct_dropin_profile(const ct_call *c, int form, long long bytes, const char *
     if (c->comm != MPI_COMM_NULL)
         PMPI_Comm_size(c->comm, &size);
     long long seg = 0;
-    if (o && strcmp(ran, "native") != 0) { /* the segment size the log shows too */
+    if (o && o->has_segsize && strcmp(ran, "native") != 0) { /* as the log shows it */
         const ct_algorithm_info *info = ct_algorithm_find(c->coll, ran);
-        if (info && (info->flags & CT_ALG_SEGMENTABLE) && o->has_segsize)
+        if (info && (info->flags & CT_ALG_SEGMENTABLE))
             seg = o->segsize;
     }
     int p = ct_profile_point(c->coll, form, size, bytes, ran, seg);
