@@ -1,6 +1,7 @@
 """The drop-in's collective profile, timeline and MPI_T performance variables (issues 38 and 39)
 on tests/c/plain_profile.c, a plain MPI program with a known mix (30 MPI_Allreduce of 8 B,
-5 MPI_Bcast of 1 MiB served by colltune's binomial tree, 7 MPI_Iallreduce completed by
+5 MPI_Bcast of 1 MiB served by colltune's shared-memory broadcast (its segment bytes are
+the shm_bytes pvar's), 7 MPI_Iallreduce completed by
 MPI_Wait, MPI_Waitall and MPI_Test, 2 persistent MPI_Allgather_init started 3 times each,
 4 MPI_Scan, 3 MPI_Barrier on a duplicate of MPI_COMM_WORLD), under both MPI wheels, one run
 each: the profile's points in the monitor's file exactly; the program's own reading of
@@ -22,13 +23,14 @@ from colltune.monitor.monitor import profile_rows, summary
 from conftest import run_plain
 
 NRANKS = 2
+BCAST = "shm"  # colltune's, forced: 1 MiB written at the root and read at every other rank
 EXPORT = ("LD_PRELOAD", "COLLTUNE_PROFILE", "COLLTUNE_TRACE", "COLLTUNE_MONITOR_OUT",
           "COLLTUNE_BCAST_ALGORITHM")
 # (op, form, comm_size, bytes, algorithm, segsize) -> (calls, bytes_total over the ranks,
 # inits): the program's mix on NRANKS ranks.
 EXPECTED = {
     ("allreduce", "blocking", NRANKS, 8, "native", 0): (30, 30 * 8 * NRANKS, None),
-    ("bcast", "blocking", NRANKS, 1 << 20, "binomial", 0): (5, 5 * NRANKS << 20, None),
+    ("bcast", "blocking", NRANKS, 1 << 20, BCAST, 0): (5, 5 * NRANKS << 20, None),
     ("allreduce", "nonblocking", NRANKS, 8, "native", 0): (7, 7 * 8 * NRANKS, None),
     ("allgather", "persistent", NRANKS, 16, "native", 0): (6, 6 * 16 * NRANKS, 2),
     ("scan", "blocking", NRANKS, 4, "native", 0): (4, 4 * 4 * NRANKS, None),
@@ -47,7 +49,7 @@ def run(request, tmp_path_factory):
     p = run_plain(build, "plain_profile", NRANKS, export=EXPORT, timeout=120,
                   COLLTUNE_PROFILE="on", COLLTUNE_TRACE=str(tmp / "trace.json"),
                   COLLTUNE_MONITOR_OUT=str(tmp / "monitor.json"),
-                  COLLTUNE_BCAST_ALGORITHM="binomial")
+                  COLLTUNE_BCAST_ALGORITHM=BCAST)
     assert p.returncode == 0, p.stdout + p.stderr
     return {"p": p, "doc": json.loads((tmp / "monitor.json").read_text()),
             "trace": json.loads((tmp / "trace.json").read_text()), "build": build}
@@ -90,6 +92,8 @@ def test_pvars_equal_the_profile(run):
         # the same tick counts, converted at the read and at MPI_Finalize
         assert values[f"colltune_{op}_time"] == pytest.approx(
             sum(pt["time_total_s"] for pt in mine), rel=1e-3, abs=1e-12), op
+        # the segment's bytes: only the shared-memory broadcast has any
+        assert values[f"colltune_{op}_shm_bytes"] == (5 * NRANKS << 20 if op == "bcast" else 0)
     assert values["colltune_bcast_calls_colltune"] == 5 * NRANKS
 
 
@@ -103,7 +107,7 @@ def test_trace_loads_with_one_event_per_call(run):
             for r in range(NRANKS)}
     assert dict(count) == want
     bcast = [e for e in events if e["name"] == "bcast"]
-    assert {e["args"]["algorithm"] for e in bcast} == {"binomial"}
+    assert {e["args"]["algorithm"] for e in bcast} == {BCAST}
     # the barriers ran on the duplicate: another row (tid) than MPI_COMM_WORLD's 0
     assert {e["tid"] for e in events if e["name"] == "barrier"} != {0}
     assert {e["tid"] for e in events if e["name"] != "barrier"} == {0}
@@ -126,7 +130,7 @@ def test_monitor_command_shows_and_records_the_profile(run, tmp_path, child_env)
     build = run["build"]
     if build.flavor != "mpich":
         pytest.skip("the command is the same under both MPIs")
-    env = child_env(COLLTUNE_DB=str(tmp_path / "ct.db"), COLLTUNE_BCAST_ALGORITHM="binomial")
+    env = child_env(COLLTUNE_DB=str(tmp_path / "ct.db"), COLLTUNE_BCAST_ALGORITHM=BCAST)
     env.update(build.launch_env(NRANKS))
     cmd = build.launch_command(NRANKS, [str(build.tool("tests/c/plain_profile"))], bind=False,
                                export=("COLLTUNE_BCAST_ALGORITHM",))
@@ -135,7 +139,7 @@ def test_monitor_command_shows_and_records_the_profile(run, tmp_path, child_env)
                        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     assert "collective profile (2 ranks" in p.stdout
-    assert re.search(r"bcast\s+blocking\s+2\s+1048576\s+binomial\s+5\s+10\s", p.stdout), p.stdout
+    assert re.search(rf"bcast\s+blocking\s+2\s+1048576\s+{BCAST}\s+5\s+10\s", p.stdout), p.stdout
     doc = json.loads((tmp_path / "m.json").read_text())
     assert doc["level"] == "count" and len(doc["per_rank"]) == NRANKS
     assert len(doc["profile"]["points"]) == len(EXPECTED)
@@ -145,4 +149,4 @@ def test_monitor_command_shows_and_records_the_profile(run, tmp_path, child_env)
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     html = (tmp_path / "r.html").read_text()
-    assert "Collective profile (COLLTUNE_PROFILE=on)" in html and "binomial" in html
+    assert "Collective profile (COLLTUNE_PROFILE=on)" in html and f"<td>{BCAST}</td>" in html
