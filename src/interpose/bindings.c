@@ -294,7 +294,9 @@ int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 int MPI_Bcast_c(void *buf, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
     if (!CT_FITS_INT(count))
-        return PMPI_Bcast_c(buf, count, datatype, root, comm);
+        CT_DROPIN_LIBRARY_C(CT_BCAST, CT_PROF_BLOCKING, comm, NULL, PMPI_Bcast_c(buf, count,
+                                                                                 datatype, root,
+                                                                                 comm));
     return MPI_Bcast(buf, (int)count, datatype, root, comm);
 }
 
@@ -302,7 +304,10 @@ int MPI_Ibcast_c(void *buf, MPI_Count count, MPI_Datatype datatype, int root, MP
                  MPI_Request *request)
 {
     if (!CT_FITS_INT(count))
-        return PMPI_Ibcast_c(buf, count, datatype, root, comm, request);
+        CT_DROPIN_LIBRARY_C(CT_BCAST, CT_PROF_NONBLOCKING, comm, request, PMPI_Ibcast_c(buf, count,
+                                                                                        datatype,
+                                                                                        root, comm,
+                                                                                        request));
     return MPI_Ibcast(buf, (int)count, datatype, root, comm, request);
 }
 
@@ -310,7 +315,9 @@ int MPI_Reduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
                  MPI_Op op, int root, MPI_Comm comm)
 {
     if (!CT_FITS_INT(count))
-        return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
+        CT_DROPIN_LIBRARY_C(CT_REDUCE, CT_PROF_BLOCKING, comm, NULL, PMPI_Reduce_c(sendbuf, recvbuf,
+                                                                                   count, datatype,
+                                                                                   op, root, comm));
     return MPI_Reduce(sendbuf, recvbuf, (int)count, datatype, op, root, comm);
 }
 
@@ -318,7 +325,13 @@ int MPI_Ireduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
                   MPI_Op op, int root, MPI_Comm comm, MPI_Request *request)
 {
     if (!CT_FITS_INT(count))
-        return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+        CT_DROPIN_LIBRARY_C(CT_REDUCE, CT_PROF_NONBLOCKING, comm, request, PMPI_Ireduce_c(sendbuf,
+                                                                                          recvbuf,
+                                                                                          count,
+                                                                                          datatype,
+                                                                                          op, root,
+                                                                                          comm,
+                                                                                          request));
     return MPI_Ireduce(sendbuf, recvbuf, (int)count, datatype, op, root, comm, request);
 }
 
@@ -326,7 +339,11 @@ int MPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
                     MPI_Op op, MPI_Comm comm)
 {
     if (!CT_FITS_INT(count))
-        return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+        CT_DROPIN_LIBRARY_C(CT_ALLREDUCE, CT_PROF_BLOCKING, comm, NULL, PMPI_Allreduce_c(sendbuf,
+                                                                                         recvbuf,
+                                                                                         count,
+                                                                                         datatype,
+                                                                                         op, comm));
     return MPI_Allreduce(sendbuf, recvbuf, (int)count, datatype, op, comm);
 }
 
@@ -334,7 +351,13 @@ int MPI_Iallreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
                      MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     if (!CT_FITS_INT(count))
-        return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+        CT_DROPIN_LIBRARY_C(CT_ALLREDUCE, CT_PROF_NONBLOCKING, comm, request, PMPI_Iallreduce_c(sendbuf,
+                                                                                                recvbuf,
+                                                                                                count,
+                                                                                                datatype,
+                                                                                                op,
+                                                                                                comm,
+                                                                                                request));
     return MPI_Iallreduce(sendbuf, recvbuf, (int)count, datatype, op, comm, request);
 }
 
@@ -342,8 +365,13 @@ int MPI_Scatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
                   MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     if (!CT_FITS_INT(sendcount) || !CT_FITS_INT(recvcount))
-        return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                              comm);
+        CT_DROPIN_LIBRARY_C(CT_SCATTER, CT_PROF_BLOCKING, comm, NULL, PMPI_Scatter_c(sendbuf,
+                                                                                     sendcount,
+                                                                                     sendtype,
+                                                                                     recvbuf,
+                                                                                     recvcount,
+                                                                                     recvtype, root,
+                                                                                     comm));
     return MPI_Scatter(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, root,
                        comm);
 }
@@ -353,8 +381,15 @@ int MPI_Iscatter_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    MPI_Request *request)
 {
     if (!CT_FITS_INT(sendcount) || !CT_FITS_INT(recvcount))
-        return PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                               comm, request);
+        CT_DROPIN_LIBRARY_C(CT_SCATTER, CT_PROF_NONBLOCKING, comm, request, PMPI_Iscatter_c(sendbuf,
+                                                                                            sendcount,
+                                                                                            sendtype,
+                                                                                            recvbuf,
+                                                                                            recvcount,
+                                                                                            recvtype,
+                                                                                            root,
+                                                                                            comm,
+                                                                                            request));
     return MPI_Iscatter(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, root,
                         comm, request);
 }
@@ -363,8 +398,13 @@ int MPI_Gather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype
                  MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
     if (!CT_FITS_INT(sendcount) || !CT_FITS_INT(recvcount))
-        return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                             comm);
+        CT_DROPIN_LIBRARY_C(CT_GATHER, CT_PROF_BLOCKING, comm, NULL, PMPI_Gather_c(sendbuf,
+                                                                                   sendcount,
+                                                                                   sendtype,
+                                                                                   recvbuf,
+                                                                                   recvcount,
+                                                                                   recvtype, root,
+                                                                                   comm));
     return MPI_Gather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, root,
                       comm);
 }
@@ -374,8 +414,15 @@ int MPI_Igather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
                   MPI_Request *request)
 {
     if (!CT_FITS_INT(sendcount) || !CT_FITS_INT(recvcount))
-        return PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
-                              comm, request);
+        CT_DROPIN_LIBRARY_C(CT_GATHER, CT_PROF_NONBLOCKING, comm, request, PMPI_Igather_c(sendbuf,
+                                                                                          sendcount,
+                                                                                          sendtype,
+                                                                                          recvbuf,
+                                                                                          recvcount,
+                                                                                          recvtype,
+                                                                                          root,
+                                                                                          comm,
+                                                                                          request));
     return MPI_Igather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, root,
                        comm, request);
 }
@@ -384,7 +431,13 @@ int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
                     MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (!CT_FITS_INT(sendcount) || !CT_FITS_INT(recvcount))
-        return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+        CT_DROPIN_LIBRARY_C(CT_ALLGATHER, CT_PROF_BLOCKING, comm, NULL, PMPI_Allgather_c(sendbuf,
+                                                                                         sendcount,
+                                                                                         sendtype,
+                                                                                         recvbuf,
+                                                                                         recvcount,
+                                                                                         recvtype,
+                                                                                         comm));
     return MPI_Allgather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
                          comm);
 }
@@ -394,8 +447,14 @@ int MPI_Iallgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
                      MPI_Request *request)
 {
     if (!CT_FITS_INT(sendcount) || !CT_FITS_INT(recvcount))
-        return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                                 request);
+        CT_DROPIN_LIBRARY_C(CT_ALLGATHER, CT_PROF_NONBLOCKING, comm, request, PMPI_Iallgather_c(sendbuf,
+                                                                                                sendcount,
+                                                                                                sendtype,
+                                                                                                recvbuf,
+                                                                                                recvcount,
+                                                                                                recvtype,
+                                                                                                comm,
+                                                                                                request));
     return MPI_Iallgather(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype,
                           comm, request);
 }
@@ -404,7 +463,13 @@ int MPI_Alltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
     if (!CT_FITS_INT(sendcount) || !CT_FITS_INT(recvcount))
-        return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+        CT_DROPIN_LIBRARY_C(CT_ALLTOALL, CT_PROF_BLOCKING, comm, NULL, PMPI_Alltoall_c(sendbuf,
+                                                                                       sendcount,
+                                                                                       sendtype,
+                                                                                       recvbuf,
+                                                                                       recvcount,
+                                                                                       recvtype,
+                                                                                       comm));
     return MPI_Alltoall(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, comm);
 }
 
@@ -412,8 +477,14 @@ int MPI_Ialltoall_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
                     MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     if (!CT_FITS_INT(sendcount) || !CT_FITS_INT(recvcount))
-        return PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
-                                request);
+        CT_DROPIN_LIBRARY_C(CT_ALLTOALL, CT_PROF_NONBLOCKING, comm, request, PMPI_Ialltoall_c(sendbuf,
+                                                                                              sendcount,
+                                                                                              sendtype,
+                                                                                              recvbuf,
+                                                                                              recvcount,
+                                                                                              recvtype,
+                                                                                              comm,
+                                                                                              request));
     return MPI_Ialltoall(sendbuf, (int)sendcount, sendtype, recvbuf, (int)recvcount, recvtype, comm,
                          request);
 }
@@ -429,8 +500,14 @@ int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
         free(rc);
         free(rd);
         ct_dropin_count_native(CT_ALLGATHERV, 0);
-        return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                                 recvtype, comm);
+        CT_DROPIN_LIBRARY_C(CT_ALLGATHERV, CT_PROF_BLOCKING, comm, NULL, PMPI_Allgatherv_c(sendbuf,
+                                                                                           sendcount,
+                                                                                           sendtype,
+                                                                                           recvbuf,
+                                                                                           recvcounts,
+                                                                                           displs,
+                                                                                           recvtype,
+                                                                                           comm));
     }
     ret = MPI_Allgatherv(sendbuf, (int)sendcount, sendtype, recvbuf, rc, rd, recvtype, comm);
     free(rc);
@@ -443,8 +520,15 @@ int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
     ct_dropin_count_native(CT_ALLGATHERV, 0);
-    return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
-                              comm, request);
+    CT_DROPIN_LIBRARY_C(CT_ALLGATHERV, CT_PROF_NONBLOCKING, comm, request, PMPI_Iallgatherv_c(sendbuf,
+                                                                                              sendcount,
+                                                                                              sendtype,
+                                                                                              recvbuf,
+                                                                                              recvcounts,
+                                                                                              displs,
+                                                                                              recvtype,
+                                                                                              comm,
+                                                                                              request));
 }
 
 int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[],
@@ -464,8 +548,15 @@ int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
         free(rc);
         free(rd);
         ct_dropin_count_native(CT_ALLTOALLV, 0);
-        return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                                rdispls, recvtype, comm);
+        CT_DROPIN_LIBRARY_C(CT_ALLTOALLV, CT_PROF_BLOCKING, comm, NULL, PMPI_Alltoallv_c(sendbuf,
+                                                                                         sendcounts,
+                                                                                         sdispls,
+                                                                                         sendtype,
+                                                                                         recvbuf,
+                                                                                         recvcounts,
+                                                                                         rdispls,
+                                                                                         recvtype,
+                                                                                         comm));
     }
     ret = MPI_Alltoallv(sendbuf, sc, sd, sendtype, recvbuf, rc, rd, recvtype, comm);
     free(sc);
@@ -481,8 +572,16 @@ int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MP
                      MPI_Request *request)
 {
     ct_dropin_count_native(CT_ALLTOALLV, 0);
-    return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                             recvtype, comm, request);
+    CT_DROPIN_LIBRARY_C(CT_ALLTOALLV, CT_PROF_NONBLOCKING, comm, request, PMPI_Ialltoallv_c(sendbuf,
+                                                                                            sendcounts,
+                                                                                            sdispls,
+                                                                                            sendtype,
+                                                                                            recvbuf,
+                                                                                            recvcounts,
+                                                                                            rdispls,
+                                                                                            recvtype,
+                                                                                            comm,
+                                                                                            request));
 }
 
 int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf,
@@ -498,8 +597,14 @@ int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
         free(rc);
         free(rd);
         ct_dropin_count_native(CT_GATHERV, 0);
-        return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
-                              root, comm);
+        CT_DROPIN_LIBRARY_C(CT_GATHERV, CT_PROF_BLOCKING, comm, NULL, PMPI_Gatherv_c(sendbuf,
+                                                                                     sendcount,
+                                                                                     sendtype,
+                                                                                     recvbuf,
+                                                                                     recvcounts,
+                                                                                     displs,
+                                                                                     recvtype, root,
+                                                                                     comm));
     }
     ret = MPI_Gatherv(sendbuf, (int)sendcount, sendtype, recvbuf, rc, rd, recvtype, root, comm);
     free(rc);
@@ -512,8 +617,15 @@ int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    int root, MPI_Comm comm, MPI_Request *request)
 {
     ct_dropin_count_native(CT_GATHERV, 0);
-    return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
-                           root, comm, request);
+    CT_DROPIN_LIBRARY_C(CT_GATHERV, CT_PROF_NONBLOCKING, comm, request, PMPI_Igatherv_c(sendbuf,
+                                                                                        sendcount,
+                                                                                        sendtype,
+                                                                                        recvbuf,
+                                                                                        recvcounts,
+                                                                                        displs,
+                                                                                        recvtype,
+                                                                                        root, comm,
+                                                                                        request));
 }
 
 int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
@@ -529,8 +641,14 @@ int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_
         free(sc);
         free(sd);
         ct_dropin_count_native(CT_SCATTERV, 0);
-        return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
-                               root, comm);
+        CT_DROPIN_LIBRARY_C(CT_SCATTERV, CT_PROF_BLOCKING, comm, NULL, PMPI_Scatterv_c(sendbuf,
+                                                                                       sendcounts,
+                                                                                       displs,
+                                                                                       sendtype,
+                                                                                       recvbuf,
+                                                                                       recvcount,
+                                                                                       recvtype,
+                                                                                       root, comm));
     }
     ret = MPI_Scatterv(sendbuf, sc, sd, sendtype, recvbuf, (int)recvcount, recvtype, root, comm);
     free(sc);
@@ -543,8 +661,16 @@ int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
     ct_dropin_count_native(CT_SCATTERV, 0);
-    return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
-                            root, comm, request);
+    CT_DROPIN_LIBRARY_C(CT_SCATTERV, CT_PROF_NONBLOCKING, comm, request, PMPI_Iscatterv_c(sendbuf,
+                                                                                          sendcounts,
+                                                                                          displs,
+                                                                                          sendtype,
+                                                                                          recvbuf,
+                                                                                          recvcount,
+                                                                                          recvtype,
+                                                                                          root,
+                                                                                          comm,
+                                                                                          request));
 }
 
 int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
@@ -552,7 +678,12 @@ int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count rec
 {
     if (!CT_FITS_INT(recvcount)) {
         ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, 0);
-        return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
+        CT_DROPIN_LIBRARY_C(CT_REDUCE_SCATTER_BLOCK, CT_PROF_BLOCKING, comm, NULL, PMPI_Reduce_scatter_block_c(sendbuf,
+                                                                                                               recvbuf,
+                                                                                                               recvcount,
+                                                                                                               datatype,
+                                                                                                               op,
+                                                                                                               comm));
     }
     return MPI_Reduce_scatter_block(sendbuf, recvbuf, (int)recvcount, datatype, op, comm);
 }
@@ -563,8 +694,13 @@ int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count re
 {
     if (!CT_FITS_INT(recvcount)) {
         ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, 0);
-        return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm,
-                                            request);
+        CT_DROPIN_LIBRARY_C(CT_REDUCE_SCATTER_BLOCK, CT_PROF_NONBLOCKING, comm, request, PMPI_Ireduce_scatter_block_c(sendbuf,
+                                                                                                                      recvbuf,
+                                                                                                                      recvcount,
+                                                                                                                      datatype,
+                                                                                                                      op,
+                                                                                                                      comm,
+                                                                                                                      request));
     }
     return MPI_Ireduce_scatter_block(sendbuf, recvbuf, (int)recvcount, datatype, op, comm, request);
 }
@@ -577,7 +713,12 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count rec
     if (!fits) {
         free(rc);
         ct_dropin_count_native(CT_REDUCE_SCATTER, 0);
-        return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+        CT_DROPIN_LIBRARY_C(CT_REDUCE_SCATTER, CT_PROF_BLOCKING, comm, NULL, PMPI_Reduce_scatter_c(sendbuf,
+                                                                                                   recvbuf,
+                                                                                                   recvcounts,
+                                                                                                   datatype,
+                                                                                                   op,
+                                                                                                   comm));
     }
     ret = MPI_Reduce_scatter(sendbuf, recvbuf, rc, datatype, op, comm);
     free(rc);
@@ -588,7 +729,13 @@ int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count re
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     ct_dropin_count_native(CT_REDUCE_SCATTER, 0);
-    return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    CT_DROPIN_LIBRARY_C(CT_REDUCE_SCATTER, CT_PROF_NONBLOCKING, comm, request, PMPI_Ireduce_scatter_c(sendbuf,
+                                                                                                      recvbuf,
+                                                                                                      recvcounts,
+                                                                                                      datatype,
+                                                                                                      op,
+                                                                                                      comm,
+                                                                                                      request));
 }
 
 int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -596,7 +743,9 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
 {
     if (!CT_FITS_INT(count)) {
         ct_dropin_count_native(CT_SCAN, 0);
-        return PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
+        CT_DROPIN_LIBRARY_C(CT_SCAN, CT_PROF_BLOCKING, comm, NULL, PMPI_Scan_c(sendbuf, recvbuf,
+                                                                               count, datatype, op,
+                                                                               comm));
     }
     return MPI_Scan(sendbuf, recvbuf, (int)count, datatype, op, comm);
 }
@@ -606,7 +755,12 @@ int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatyp
 {
     if (!CT_FITS_INT(count)) {
         ct_dropin_count_native(CT_SCAN, 0);
-        return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+        CT_DROPIN_LIBRARY_C(CT_SCAN, CT_PROF_NONBLOCKING, comm, request, PMPI_Iscan_c(sendbuf,
+                                                                                      recvbuf,
+                                                                                      count,
+                                                                                      datatype, op,
+                                                                                      comm,
+                                                                                      request));
     }
     return MPI_Iscan(sendbuf, recvbuf, (int)count, datatype, op, comm, request);
 }
@@ -616,7 +770,9 @@ int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
 {
     if (!CT_FITS_INT(count)) {
         ct_dropin_count_native(CT_EXSCAN, 0);
-        return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
+        CT_DROPIN_LIBRARY_C(CT_EXSCAN, CT_PROF_BLOCKING, comm, NULL, PMPI_Exscan_c(sendbuf, recvbuf,
+                                                                                   count, datatype,
+                                                                                   op, comm));
     }
     return MPI_Exscan(sendbuf, recvbuf, (int)count, datatype, op, comm);
 }
@@ -626,7 +782,12 @@ int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
 {
     if (!CT_FITS_INT(count)) {
         ct_dropin_count_native(CT_EXSCAN, 0);
-        return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+        CT_DROPIN_LIBRARY_C(CT_EXSCAN, CT_PROF_NONBLOCKING, comm, request, PMPI_Iexscan_c(sendbuf,
+                                                                                          recvbuf,
+                                                                                          count,
+                                                                                          datatype,
+                                                                                          op, comm,
+                                                                                          request));
     }
     return MPI_Iexscan(sendbuf, recvbuf, (int)count, datatype, op, comm, request);
 }
@@ -860,7 +1021,7 @@ int MPI_Bcast_init_c(void *buf, MPI_Count count, MPI_Datatype datatype, int root
     if (CT_FITS_INT(count))
         return MPI_Bcast_init(buf, (int)count, datatype, root, comm, info, request);
     int rc = PMPI_Bcast_init_c(buf, count, datatype, root, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_BCAST, comm);
+    return ct_dropin_made_native_c(rc, CT_BCAST, comm, request);
 }
 
 int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -870,7 +1031,7 @@ int MPI_Reduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
         return MPI_Reduce_init(sendbuf, recvbuf, (int)count, datatype, op, root, comm, info,
                                request);
     int rc = PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_REDUCE, comm);
+    return ct_dropin_made_native_c(rc, CT_REDUCE, comm, request);
 }
 
 int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -879,7 +1040,7 @@ int MPI_Allreduce_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MP
     if (CT_FITS_INT(count))
         return MPI_Allreduce_init(sendbuf, recvbuf, (int)count, datatype, op, comm, info, request);
     int rc = PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_ALLREDUCE, comm);
+    return ct_dropin_made_native_c(rc, CT_ALLREDUCE, comm, request);
 }
 
 int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -891,7 +1052,7 @@ int MPI_Scatter_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
                                 recvtype, root, comm, info, request);
     int rc = PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
                                  comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_SCATTER, comm);
+    return ct_dropin_made_native_c(rc, CT_SCATTER, comm, request);
 }
 
 int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -903,7 +1064,7 @@ int MPI_Gather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
                                root, comm, info, request);
     int rc = PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root,
                                 comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_GATHER, comm);
+    return ct_dropin_made_native_c(rc, CT_GATHER, comm, request);
 }
 
 int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -915,7 +1076,7 @@ int MPI_Allgather_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype 
                                   recvtype, comm, info, request);
     int rc = PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                                    info, request);
-    return ct_dropin_made_native_c(rc, CT_ALLGATHER, comm);
+    return ct_dropin_made_native_c(rc, CT_ALLGATHER, comm, request);
 }
 
 int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -927,7 +1088,7 @@ int MPI_Alltoall_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype s
                                  recvtype, comm, info, request);
     int rc = PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                                   info, request);
-    return ct_dropin_made_native_c(rc, CT_ALLTOALL, comm);
+    return ct_dropin_made_native_c(rc, CT_ALLTOALL, comm, request);
 }
 
 int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -953,7 +1114,7 @@ int MPI_Allgatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype
     }
     ret = PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                  recvtype, comm, info, request);
-    return ct_dropin_made_native_c(ret, CT_ALLGATHERV, comm);
+    return ct_dropin_made_native_c(ret, CT_ALLGATHERV, comm, request);
 }
 
 int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
@@ -988,7 +1149,7 @@ int MPI_Alltoallv_init_c(const void *sendbuf, const MPI_Count sendcounts[],
     }
     ret = PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                 rdispls, recvtype, comm, info, request);
-    return ct_dropin_made_native_c(ret, CT_ALLTOALLV, comm);
+    return ct_dropin_made_native_c(ret, CT_ALLTOALLV, comm, request);
 }
 
 int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
@@ -1017,7 +1178,7 @@ int MPI_Gatherv_init_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype se
     }
     ret = PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               root, comm, info, request);
-    return ct_dropin_made_native_c(ret, CT_GATHERV, comm);
+    return ct_dropin_made_native_c(ret, CT_GATHERV, comm, request);
 }
 
 int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[],
@@ -1046,7 +1207,7 @@ int MPI_Scatterv_init_c(const void *sendbuf, const MPI_Count sendcounts[], const
     }
     ret = PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                                root, comm, info, request);
-    return ct_dropin_made_native_c(ret, CT_SCATTERV, comm);
+    return ct_dropin_made_native_c(ret, CT_SCATTERV, comm, request);
 }
 
 int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount,
@@ -1058,7 +1219,7 @@ int MPI_Reduce_scatter_block_init_c(const void *sendbuf, void *recvbuf, MPI_Coun
                                              info, request);
     int rc = PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info,
                                               request);
-    return ct_dropin_made_native_c(rc, CT_REDUCE_SCATTER_BLOCK, comm);
+    return ct_dropin_made_native_c(rc, CT_REDUCE_SCATTER_BLOCK, comm, request);
 }
 
 int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
@@ -1081,7 +1242,7 @@ int MPI_Reduce_scatter_init_c(const void *sendbuf, void *recvbuf, const MPI_Coun
     }
     ret = PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info,
                                      request);
-    return ct_dropin_made_native_c(ret, CT_REDUCE_SCATTER, comm);
+    return ct_dropin_made_native_c(ret, CT_REDUCE_SCATTER, comm, request);
 }
 
 int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -1090,7 +1251,7 @@ int MPI_Scan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dat
     if (CT_FITS_INT(count))
         return MPI_Scan_init(sendbuf, recvbuf, (int)count, datatype, op, comm, info, request);
     int rc = PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_SCAN, comm);
+    return ct_dropin_made_native_c(rc, CT_SCAN, comm, request);
 }
 
 int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
@@ -1099,7 +1260,7 @@ int MPI_Exscan_init_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_D
     if (CT_FITS_INT(count))
         return MPI_Exscan_init(sendbuf, recvbuf, (int)count, datatype, op, comm, info, request);
     int rc = PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
-    return ct_dropin_made_native_c(rc, CT_EXSCAN, comm);
+    return ct_dropin_made_native_c(rc, CT_EXSCAN, comm, request);
 }
 
 #endif /* MPI_VERSION >= 4 */

@@ -3,6 +3,7 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "monitor/monitor.h"
 
@@ -11,6 +12,36 @@ void ct_dropin_count_native(ct_coll coll, long long bytes)
 {
     if (ct_monitor_level)
         ct_monitor_native(coll, bytes);
+}
+
+/* dropin.h */
+void ct_dropin_profile(const ct_call *c, int form, long long bytes, const char *ran,
+                       const ct_options *o, unsigned long long t0, int rc)
+{
+    int size = 0;
+    if (c->comm != MPI_COMM_NULL)
+        PMPI_Comm_size(c->comm, &size);
+    long long seg = 0;
+    if (o && o->has_segsize && strcmp(ran, "native") != 0) { /* as the log shows it */
+        const ct_algorithm_info *info = ct_algorithm_find(c->coll, ran);
+        if (info && (info->flags & CT_ALG_SEGMENTABLE))
+            seg = o->segsize;
+    }
+    int p = ct_profile_point(c->coll, form, size, bytes, ran, seg);
+    if (form == CT_PROF_BLOCKING)
+        ct_profile_record(p, bytes, t0, ct_monitor_ticks(), c->comm);
+    else if (rc == MPI_SUCCESS && c->request && form == CT_PROF_NONBLOCKING)
+        ct_profile_begin(*c->request, p, bytes, t0, c->comm);
+    else if (rc == MPI_SUCCESS && c->request)
+        ct_profile_persistent(*c->request, p, bytes, c->comm);
+}
+
+/* dropin.h */
+void ct_dropin_profile_library(ct_coll coll, int form, MPI_Comm comm, MPI_Request *request,
+                               unsigned long long t0, int rc)
+{
+    ct_call c = {.coll = coll, .comm = comm, .request = request};
+    ct_dropin_profile(&c, form, 0, "native", NULL, t0, rc);
 }
 
 int ct_dropin_comm_size(MPI_Comm comm)

@@ -10,6 +10,7 @@
 #include <mpi.h>
 
 #include "api/call.h"
+#include "monitor/monitor.h"
 #include "select/select.h"
 
 #define CT_DROPIN_HIDDEN __attribute__((visibility("hidden")))
@@ -32,6 +33,31 @@ CT_DROPIN_HIDDEN int ct_dropin_intercept_v(const ct_call *c, const ct_vargs *v);
 /* A call left to the library: counted by the monitor as a native call. */
 CT_DROPIN_HIDDEN void ct_dropin_count_native(ct_coll coll, long long bytes);
 
+/* The profile (src/monitor/profile.h, COLLTUNE_PROFILE=on) of a call of c that ran
+ * `ran` (with options o when colltune's) in form (CT_PROF_*), started at t0 and returned
+ * rc: a blocking call is recorded now, a non-blocking one when the wait family sees its
+ * request complete, a persistent init registers its request for MPI_Start. */
+CT_DROPIN_HIDDEN void ct_dropin_profile(const ct_call *c, int form, long long bytes,
+                                        const char *ran, const ct_options *o,
+                                        unsigned long long t0, int rc);
+
+/* A large-count (_c) call the library serves itself (counts past an int), started at t0
+ * and returned rc: profiled as a native call of unknown size (0). */
+CT_DROPIN_HIDDEN void ct_dropin_profile_library(ct_coll coll, int form, MPI_Comm comm,
+                                                MPI_Request *request, unsigned long long t0,
+                                                int rc);
+/* The generated _c entry points' library call: `return call`, timed for the profile
+ * when it is on. */
+#define CT_DROPIN_LIBRARY_C(coll, form, comm, request, call)                                  \
+    do {                                                                                      \
+        if (!ct_profile_on)                                                                   \
+            return call;                                                                      \
+        unsigned long long t0_ = ct_monitor_ticks();                                          \
+        int rc_ = call;                                                                       \
+        ct_dropin_profile_library(coll, form, comm, request, t0_, rc_);                       \
+        return rc_;                                                                           \
+    } while (0)
+
 /* The ranks of comm, or 0 for an inter-communicator or a bad one (the library
  * then decides). */
 CT_DROPIN_HIDDEN int ct_dropin_comm_size(MPI_Comm comm);
@@ -53,7 +79,8 @@ CT_DROPIN_HIDDEN int ct_dropin_is_root(MPI_Comm comm, int root);
 CT_DROPIN_HIDDEN int ct_dropin_plan(const ct_call *c, const ct_vargs *v, int *native);
 CT_DROPIN_HIDDEN int ct_dropin_made_native(int rc, const ct_call *c, const ct_vargs *v);
 #if MPI_VERSION >= 4
-CT_DROPIN_HIDDEN int ct_dropin_made_native_c(int rc, ct_coll coll, MPI_Comm comm);
+CT_DROPIN_HIDDEN int ct_dropin_made_native_c(int rc, ct_coll coll, MPI_Comm comm,
+                                            MPI_Request *request);
 #endif
 #endif
 

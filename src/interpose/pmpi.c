@@ -43,9 +43,14 @@
  * (MPI_Recv, MPI_Irecv completed through the wait and test family, MPI_Sendrecv,
  * MPI_Mprobe/MPI_Improbe, MPI_Isendrecv and the large-count variants where the MPI has
  * them).
+ *
+ * COLLTUNE_PROFILE=on keeps the collective profile (src/monitor/profile.h): every call timed
+ * here and in pmpi_v.c / pmpi_persistent.c, non-blocking and persistent ones ended by the
+ * wait and test family below when it completes them. pvars.c shows it as MPI_T pvars.
  */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,8 +139,16 @@ static int left_alone(ct_coll coll)
 int ct_dropin_intercept(const ct_call *c)
 {
     ct_nbc_poll_orphans();
-    if (left_alone(c->coll))
-        return ct_call_native(c);
+    if (left_alone(c->coll)) {
+        if (!ct_profile_on)
+            return ct_call_native(c);
+        /* native whatever the choice: timed without asking the select layer */
+        unsigned long long t0 = ct_monitor_ticks();
+        int rc = ct_call_native(c);
+        ct_dropin_profile(c, c->request ? CT_PROF_NONBLOCKING : CT_PROF_BLOCKING,
+                          ct_call_bytes(c), "native", NULL, t0, rc);
+        return rc;
+    }
     ct_options o;
     int err = MPI_SUCCESS;
     long long bytes = ct_call_bytes(c);
@@ -146,8 +159,10 @@ int ct_dropin_intercept(const ct_call *c)
         return err;
     const char *ran = "native";
     int rc;
-    unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
+    unsigned long long t0 = ct_monitor_level || ct_profile_on ? ct_monitor_ticks() : 0;
     ct_monitor_in_collective = 1; /* the executor's messages are collective traffic */
+    if (ct_profile_on)
+        ct_profile_op = (int)c->coll + 1;
     if (native)
         rc = ct_call_native(c); /* the non-blocking one when c->request is set */
     else if (c->request)
@@ -155,6 +170,11 @@ int ct_dropin_intercept(const ct_call *c)
     else
         rc = ct_call_run(c, &o, 1, &ran);
     ct_monitor_in_collective = 0;
+    if (ct_profile_on) {
+        ct_profile_op = 0;
+        ct_dropin_profile(c, c->request ? CT_PROF_NONBLOCKING : CT_PROF_BLOCKING, bytes, ran,
+                          native ? NULL : &o, t0, rc);
+    }
     if (ct_monitor_level) {
         ct_monitor_time(ct_monitor_ticks() - t0);
         if (!strcmp(ran, "native"))
@@ -230,7 +250,7 @@ static void mon_complete(int rc, const mon_saved *s, int i, const MPI_Status *st
         ct_monitor_complete_at(s->slot[i], s->req[i], st);
 }
 
-int MPI_Wait(MPI_Request *request, MPI_Status *status)
+static int wait_mon(MPI_Request *request, MPI_Status *status)
 {
     if (!ct_monitor_level)
         return ct_wait(request, status);
@@ -247,7 +267,7 @@ int MPI_Wait(MPI_Request *request, MPI_Status *status)
     return rc;
 }
 
-int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+static int test_mon(MPI_Request *request, int *flag, MPI_Status *status)
 {
     long slot;
     if (!ct_monitor_level || !ct_monitor_pending || (slot = ct_monitor_find(*request)) < 0)
@@ -262,7 +282,7 @@ int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
     return rc;
 }
 
-int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+static int waitall_mon(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     if (!ct_monitor_level)
         return ct_waitall(count, requests, statuses);
@@ -280,7 +300,7 @@ int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
     return rc;
 }
 
-int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+static int testall_mon(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
     if (!ct_monitor_level || !ct_monitor_pending || count <= 0)
         return ct_testall(count, requests, flag, statuses);
@@ -296,7 +316,7 @@ int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuse
     return rc;
 }
 
-int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+static int waitany_mon(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     if (!ct_monitor_level)
         return ct_waitany(count, requests, index, status);
@@ -316,7 +336,7 @@ int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *statu
     return rc;
 }
 
-int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+static int testany_mon(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
     if (!ct_monitor_level || !ct_monitor_pending || count <= 0)
         return ct_testany(count, requests, index, flag, status);
@@ -352,7 +372,7 @@ static int some(int wait, int incount, MPI_Request requests[], int *outcount, in
     return rc;
 }
 
-int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+static int waitsome_mon(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
     unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
@@ -362,10 +382,142 @@ int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices
     return rc;
 }
 
-int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+static int testsome_mon(int incount, MPI_Request requests[], int *outcount, int indices[],
                  MPI_Status statuses[])
 {
     return some(0, incount, requests, outcount, indices, statuses);
+}
+
+/* The profile's view of the wait and test family: while non-blocking or persistent
+ * collectives are in flight (ct_profile_pending), the entries of the requests passed are
+ * found before the call (a completed handle may be reused at once) and ended after it for
+ * the requests it completed. Up to PROF_STACK requests of one call are followed. */
+enum { PROF_STACK = 256 };
+
+typedef struct prof_seen {
+    int n, index[PROF_STACK];
+    long entry[PROF_STACK];
+} prof_seen;
+
+static int prof_find(prof_seen *s, int count, const MPI_Request requests[])
+{
+    s->n = 0;
+    for (int i = 0; i < count && s->n < PROF_STACK; i++) {
+        long e = ct_profile_find(requests[i]);
+        if (e >= 0) {
+            s->index[s->n] = i;
+            s->entry[s->n++] = e;
+        }
+    }
+    return s->n;
+}
+
+/* Ends the entries of requests whose index done() says completed. */
+static void prof_end(const prof_seen *s, int all, int one, const int *some, int nsome)
+{
+    unsigned long long t1 = ct_monitor_ticks();
+    for (int k = 0; k < s->n; k++) {
+        int done = all || s->index[k] == one;
+        for (int j = 0; !done && some && j < nsome; j++)
+            done = some[j] == s->index[k];
+        if (done)
+            ct_profile_end(s->entry[k], t1);
+    }
+}
+
+static inline int prof_busy(void)
+{
+    return atomic_load_explicit(&ct_profile_pending, memory_order_relaxed) > 0;
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status)
+{
+    long e;
+    if (!prof_busy() || (e = ct_profile_find(*request)) < 0)
+        return wait_mon(request, status);
+    int rc = wait_mon(request, status);
+    if (rc == MPI_SUCCESS)
+        ct_profile_end(e, ct_monitor_ticks());
+    return rc;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
+{
+    long e;
+    if (!prof_busy() || (e = ct_profile_find(*request)) < 0)
+        return test_mon(request, flag, status);
+    int rc = test_mon(request, flag, status);
+    if (rc == MPI_SUCCESS && *flag)
+        ct_profile_end(e, ct_monitor_ticks());
+    return rc;
+}
+
+int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
+{
+    prof_seen s;
+    if (!prof_busy() || !prof_find(&s, count, requests))
+        return waitall_mon(count, requests, statuses);
+    int rc = waitall_mon(count, requests, statuses);
+    if (rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS)
+        prof_end(&s, 1, -1, NULL, 0);
+    return rc;
+}
+
+int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
+{
+    prof_seen s;
+    if (!prof_busy() || !prof_find(&s, count, requests))
+        return testall_mon(count, requests, flag, statuses);
+    int rc = testall_mon(count, requests, flag, statuses);
+    if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *flag)
+        prof_end(&s, 1, -1, NULL, 0);
+    return rc;
+}
+
+int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
+{
+    prof_seen s;
+    if (!prof_busy() || !prof_find(&s, count, requests))
+        return waitany_mon(count, requests, index, status);
+    int rc = waitany_mon(count, requests, index, status);
+    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED)
+        prof_end(&s, 0, *index, NULL, 0);
+    return rc;
+}
+
+int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
+{
+    prof_seen s;
+    if (!prof_busy() || !prof_find(&s, count, requests))
+        return testany_mon(count, requests, index, flag, status);
+    int rc = testany_mon(count, requests, index, flag, status);
+    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
+        prof_end(&s, 0, *index, NULL, 0);
+    return rc;
+}
+
+int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    prof_seen s;
+    if (!prof_busy() || !prof_find(&s, incount, requests))
+        return waitsome_mon(incount, requests, outcount, indices, statuses);
+    int rc = waitsome_mon(incount, requests, outcount, indices, statuses);
+    if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
+        prof_end(&s, 0, -1, indices, *outcount);
+    return rc;
+}
+
+int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[],
+                 MPI_Status statuses[])
+{
+    prof_seen s;
+    if (!prof_busy() || !prof_find(&s, incount, requests))
+        return testsome_mon(incount, requests, outcount, indices, statuses);
+    int rc = testsome_mon(incount, requests, outcount, indices, statuses);
+    if ((rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS) && *outcount != MPI_UNDEFINED)
+        prof_end(&s, 0, -1, indices, *outcount);
+    return rc;
 }
 
 /* MPI_Request_free on a collective's request is erroneous (MPI 4.1, 6.12), yet MPICH
@@ -375,6 +527,8 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
 int MPI_Request_free(MPI_Request *request)
 {
     ct_nbc_req *r = request ? ct_nbc_find(*request) : NULL;
+    if (r && ct_profile_on)
+        ct_profile_forget(*request); /* it may complete unseen */
     if (r) {
         int in_flight = 0, rc = ct_nbc_release(r, request, &in_flight);
         if (in_flight && ct_select_log_level() >= CT_LOG_WARN)
@@ -382,6 +536,8 @@ int MPI_Request_free(MPI_Request *request)
                             "in flight (erroneous in MPI): it completes in the background\n");
         return rc;
     }
+    if (ct_profile_on && request)
+        ct_profile_forget(*request);
     ct_plan *plan = ct_plan_find(*request); /* an inactive persistent collective of colltune's */
     if (plan)
         return ct_plan_free(plan, request);

@@ -80,6 +80,8 @@ int ct_dropin_plan(const ct_call *c, const ct_vargs *v, int *native)
         return MPI_SUCCESS;
     }
     log_init(c, bytes, ran);
+    if (ct_profile_on)
+        ct_dropin_profile(c, CT_PROF_PERSISTENT, bytes, ran, &o, 0, rc);
     return rc;
 }
 
@@ -88,6 +90,8 @@ static int counted_native(int rc, const ct_call *c, long long bytes)
 {
     ct_dropin_count_native(c->coll, bytes < 0 ? 0 : bytes);
     log_init(c, bytes, "native");
+    if (ct_profile_on)
+        ct_dropin_profile(c, CT_PROF_PERSISTENT, bytes < 0 ? 0 : bytes, "native", NULL, 0, rc);
     return rc;
 }
 
@@ -107,9 +111,9 @@ int ct_dropin_made_native(int rc, const ct_call *c, const ct_vargs *v)
 /* A _c init the library makes (counts past an int, arrays that do not convert, or
  * native chosen): counted and logged like the others, its size unknown (0).
  * dropin.h */
-int ct_dropin_made_native_c(int rc, ct_coll coll, MPI_Comm comm)
+int ct_dropin_made_native_c(int rc, ct_coll coll, MPI_Comm comm, MPI_Request *request)
 {
-    ct_call c = {.coll = coll, .comm = comm};
+    ct_call c = {.coll = coll, .comm = comm, .request = request};
     return counted_native(rc, &c, 0);
 }
 
@@ -121,6 +125,13 @@ int ct_dropin_made_native_c(int rc, ct_coll coll, MPI_Comm comm)
 static int start_one(MPI_Request *request)
 {
     ct_plan *p = ct_plan_find(*request);
+    if (ct_profile_on) { /* from the start to the completion the wait family sees */
+        unsigned long long t0 = ct_monitor_ticks();
+        int rc = p ? ct_plan_start(p) : PMPI_Start(request);
+        if (rc == MPI_SUCCESS)
+            ct_profile_started(*request, t0);
+        return rc;
+    }
     if (!p)
         return PMPI_Start(request);
     unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;

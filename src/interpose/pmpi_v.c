@@ -79,12 +79,19 @@ int ct_dropin_intercept_v(const ct_call *c, const ct_vargs *v)
     if (err != MPI_SUCCESS)
         return err;
     const char *ran = "native";
-    unsigned long long t0 = ct_monitor_level ? ct_monitor_ticks() : 0;
+    unsigned long long t0 = ct_monitor_level || ct_profile_on ? ct_monitor_ticks() : 0;
     ct_monitor_in_collective = 1; /* the executor's messages are collective traffic */
+    if (ct_profile_on)
+        ct_profile_op = (int)c->coll + 1;
     int rc = native       ? ct_call_native_v(c, v) /* the non-blocking one with a request */
              : c->request ? ct_nbc_start(c, v, &o, 1, &ran)
                           : ct_call_run_v(c, v, &o, 1, &ran);
     ct_monitor_in_collective = 0;
+    if (ct_profile_on) {
+        ct_profile_op = 0;
+        ct_dropin_profile(c, c->request ? CT_PROF_NONBLOCKING : CT_PROF_BLOCKING, bytes, ran,
+                          native ? NULL : &o, t0, rc);
+    }
     if (ct_monitor_level) {
         ct_monitor_time(ct_monitor_ticks() - t0);
         if (!strcmp(ran, "native"))

@@ -162,6 +162,7 @@ void ct_monitor_init(void)
     const char *v = getenv("COLLTUNE_MONITOR");
     static const char *const names[] = {"off", "counters", "count", "peers", "sizes"};
     ct_monitor_level = CT_MON_OFF;
+    ct_profile_init(); /* the collective profile (profile.h), written with this file */
     if (!v || !*v)
         return;
     for (int i = 0; i < 5; i++)
@@ -521,6 +522,10 @@ static _Atomic unsigned long long shm_written, shm_read;
 
 void ct_monitor_count_shm(unsigned long long written, unsigned long long read)
 {
+    if (ct_profile_on && ct_profile_op > 0)
+        ct_profile_shm(ct_profile_op - 1, written + read);
+    if (ct_monitor_level < CT_MON_COUNT)
+        return;
     if (written)
         atomic_fetch_add_explicit(&shm_written, written, memory_order_relaxed);
     if (read)
@@ -566,6 +571,37 @@ static void write_matrix(FILE *f, const char *name, const uint64_t *all, int n, 
     (void)bins;
 }
 
+static const char *out_path(void)
+{
+    const char *out = getenv("COLLTUNE_MONITOR_OUT");
+    return out && *out ? out : "colltune-monitor.json";
+}
+
+/* The profile on with the monitor off: the monitor's file with the profile alone. */
+static void write_profile_only(void)
+{
+    int rank = 0, n = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (rank != 0)
+        return;
+    const char *out = out_path();
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", out);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "colltune: profile: cannot write %s: %s\n", tmp, strerror(errno));
+        return;
+    }
+    fprintf(f, "{\"schema\":\"colltune-monitor\",\"schema_version\":2,\"level\":\"off\","
+               "\"ranks\":%d,", n);
+    ct_profile_write_json(f);
+    fprintf(f, "}\n");
+    fclose(f);
+    if (rename(tmp, out) != 0)
+        fprintf(stderr, "colltune: profile: cannot write %s: %s\n", out, strerror(errno));
+}
+
 void ct_monitor_finish(void)
 {
     pthread_mutex_lock(&retired_lock);
@@ -575,8 +611,12 @@ void ct_monitor_finish(void)
     retired = NULL;
     nretired = cap_retired = 0;
     pthread_mutex_unlock(&retired_lock);
-    if (ct_monitor_level == CT_MON_OFF)
+    ct_profile_gather(); /* collective: every rank, whatever the monitor's level */
+    if (ct_monitor_level == CT_MON_OFF) {
+        if (ct_profile_on)
+            write_profile_only();
         return;
+    }
     double wall = PMPI_Wtime() - start_time;
     unsigned long long run_ticks = ct_monitor_ticks() - start_ticks;
     double mpi_seconds = run_ticks ? wall * ((double)mpi_ticks / (double)run_ticks) : 0;
@@ -691,6 +731,10 @@ void ct_monitor_finish(void)
             for (int k = 0; k < parts; k++) {
                 fputc(',', f);
                 write_matrix(f, names[k], rows[k], n, widths[k], HIST_BINS);
+            }
+            if (ct_profile_on) {
+                fputc(',', f);
+                ct_profile_write_json(f);
             }
             fprintf(f, "}\n");
             fclose(f);

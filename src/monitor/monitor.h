@@ -20,6 +20,8 @@
 
 #include <mpi.h>
 
+#include "profile.h"
+
 enum { CT_MON_OFF = 0, CT_MON_COUNTERS, CT_MON_COUNT, CT_MON_PEERS, CT_MON_SIZES };
 
 /* The level in force (after ct_monitor_init). */
@@ -70,7 +72,7 @@ void ct_monitor_received(int layer, int peer, unsigned long long *msgs,
 void ct_monitor_count_shm(unsigned long long written, unsigned long long read);
 static inline void ct_monitor_shm(unsigned long long written, unsigned long long read)
 {
-    if (ct_monitor_level >= CT_MON_COUNT)
+    if (ct_monitor_level >= CT_MON_COUNT || ct_profile_on) /* the profile's per operation */
         ct_monitor_count_shm(written, read);
 }
 /* The segment bytes counted so far on this rank (tests). */

@@ -6,7 +6,14 @@ the record rank 0 writes at MPI_Finalize and keeps it in the store: the N x N ma
 `recv_bytes` (row = receiver, column = source: the transpose of the send matrices when every
 message sent was received) and `coll_recv_*`, per-peer log2 size histograms, native collective
 calls, time in MPI, hardware counters and energy (or why they are unavailable), and the
-send/receive consistency check per layer (`consistency`)."""
+send/receive consistency check per layer (`consistency`).
+
+With `--profile` the drop-in's collective profile is on too (COLLTUNE_PROFILE=on, issue 38):
+the record then has a top-level "profile" (schema colltune-profile/1: per operation, call form,
+communicator size, log2 message size, algorithm and segment size, the calls, bytes, total and
+median time), which `summary` prints as a table and the report shows; `--trace FILE` adds the
+per-call timeline (COLLTUNE_TRACE, Chrome trace JSON). `--level off` keeps the profile
+alone."""
 
 from __future__ import annotations
 
@@ -19,11 +26,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from ..core.args import add_db, add_output
+from ..core.args import add_db, add_output, writes
 from ..core.mpi import MPIBuild, MPIError
 
-LEVELS = ("counters", "count", "peers", "sizes")
-PASSED = ("LD_PRELOAD", "COLLTUNE_MONITOR", "COLLTUNE_MONITOR_OUT")
+LEVELS = ("off", "counters", "count", "peers", "sizes")
+PASSED = ("LD_PRELOAD", "COLLTUNE_MONITOR", "COLLTUNE_MONITOR_OUT", "COLLTUNE_PROFILE",
+          "COLLTUNE_TRACE")
+PROFILE_SCHEMA = "colltune-profile/1"
 
 
 def with_exports(cmd: list[str]) -> list[str]:
@@ -43,12 +52,17 @@ def with_exports(cmd: list[str]) -> list[str]:
 
 
 def run_monitored(build: MPIBuild, cmd: list[str], level: str, out: Path,
-                  env: dict | None = None, timeout: float | None = None) -> dict:
+                  env: dict | None = None, timeout: float | None = None,
+                  profile: bool = False, trace: Path | None = None) -> dict:
     e = {**os.environ, **(env or {})}
     lib = str(build.tool("libcolltune_pmpi.so"))
     e["LD_PRELOAD"] = ":".join(filter(None, [lib, e.get("LD_PRELOAD")]))
     e["COLLTUNE_MONITOR"] = level
     e["COLLTUNE_MONITOR_OUT"] = str(out.resolve())
+    if profile or trace:
+        e["COLLTUNE_PROFILE"] = "on"
+    if trace:
+        e["COLLTUNE_TRACE"] = str(trace.resolve())
     out.unlink(missing_ok=True)
     p = subprocess.run(with_exports(cmd), env=e, timeout=timeout)
     if not out.exists():
@@ -57,7 +71,8 @@ def run_monitored(build: MPIBuild, cmd: list[str], level: str, out: Path,
     doc = json.loads(out.read_text())
     doc["command"] = shlex.join(cmd)
     doc["exit_code"] = p.returncode
-    doc["consistency"] = consistency(doc)
+    if doc.get("per_rank"):
+        doc["consistency"] = consistency(doc)
     from ..core.files import write_atomic
 
     write_atomic(out, json.dumps(doc) + "\n")  # with the command and the check
@@ -117,7 +132,43 @@ def consistency_line(check: dict | None) -> str:
     return "send/receive consistency (sends to j = j's receives): " + ", ".join(parts) + extra
 
 
+def profile_points(doc: dict) -> list[dict]:
+    """The profile's points (empty without one), the most time first."""
+    prof = doc.get("profile") or {}
+    if prof and prof.get("schema") != PROFILE_SCHEMA:
+        raise ValueError(f"profile schema {prof.get('schema')!r}, expected {PROFILE_SCHEMA}")
+    return sorted(prof.get("points") or [], key=lambda p: -p["time_total_s"])
+
+
+PROFILE_COLUMNS = ["operation", "form", "ranks", "bytes", "algorithm", "segment", "calls",
+                   "rank calls", "bytes (all ranks)", "time (s, all ranks)",
+                   "median (us)"]
+
+
+def profile_rows(doc: dict) -> list[list]:
+    """One row per profile point (PROFILE_COLUMNS), the most time first; persistent calls
+    say their inits."""
+    return [[p["op"], p["form"] + (f" ({p['inits']} inits)" if "inits" in p else ""),
+             p["comm_size"], p["bytes"] if p["bytes_min"] == p["bytes_max"]
+             else f"{p['bytes_min']}-{p['bytes_max']}", p["algorithm"], p["segsize"] or "",
+             p["calls"], p["rank_calls"], p["bytes_total"], round(p["time_total_s"], 6),
+             round(p["time_median_s"] * 1e6, 2)] for p in profile_points(doc)]
+
+
+def profile_summary(doc: dict) -> list[str]:
+    rows = profile_rows(doc)
+    if not rows:
+        return []
+    widths = [max(len(str(x)) for x in col) for col in zip(PROFILE_COLUMNS, *rows, strict=True)]
+    fmt = "  ".join(f"{{:>{w}}}" for w in widths)
+    return ([f"collective profile ({doc['profile']['ranks']} ranks; the most time first):",
+             "  " + fmt.format(*PROFILE_COLUMNS)]
+            + ["  " + fmt.format(*map(str, r)) for r in rows])
+
+
 def summary(doc: dict) -> str:
+    if not doc.get("per_rank"):  # the profile alone (--level off)
+        return "\n".join(profile_summary(doc) or ["monitor: nothing recorded"])
     ranks = doc["per_rank"]
     app = sum(r["app_messages"] for r in ranks)
     coll = sum(r["coll_messages"] for r in ranks)
@@ -142,7 +193,7 @@ def summary(doc: dict) -> str:
     if "messages" in doc and doc["ranks"] <= 16:
         lines.append("messages (row: sender):")
         lines += ["  " + " ".join(f"{v:>6}" for v in row) for row in doc["messages"]]
-    return "\n".join(lines)
+    return "\n".join(lines + profile_summary(doc))
 
 
 def monitor_bench(doc: dict) -> dict:
@@ -150,14 +201,27 @@ def monitor_bench(doc: dict) -> dict:
             "command": doc.get("command", ""), "monitor": doc,
             "results": [{"algorithm": f"rank {r['rank']}", "size": 0,
                          "median_us": r["mpi_s"] * 1e6, "app_messages": r["app_messages"],
-                         "coll_messages": r["coll_messages"]} for r in doc["per_rank"]]}
+                         "coll_messages": r["coll_messages"]}
+                        for r in doc.get("per_rank") or []]
+            + [{"algorithm": p["algorithm"], "size": p["bytes"], "profile_op": p["op"],
+                "form": p["form"], "comm_size": p["comm_size"], "calls": p["calls"],
+                "median_us": p["time_median_s"] * 1e6,
+                "total_us": p["time_total_s"] * 1e6} for p in profile_points(doc)]}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("monitor", help="run an MPI program under the message monitor: "
                                        "colltune monitor [--level L] -- mpiexec -n 4 ./app")
     p.add_argument("--level", choices=LEVELS, default="sizes",
-                   help="how much the monitor records, least to most (default sizes)")
+                   help="how much the monitor records, least to most (default sizes; off: "
+                        "the profile alone, with --profile)")
+    p.add_argument("--profile", action="store_true",
+                   help="the collective profile too (COLLTUNE_PROFILE=on): calls, bytes and "
+                        "time per operation, form, size and algorithm")
+    p.add_argument("--trace", metavar="FILE",
+                   help="the per-call timeline as Chrome trace JSON (COLLTUNE_TRACE; implies "
+                        "--profile): open it in ui.perfetto.dev or chrome://tracing")
+    writes(p, "trace")
     add_output(p, "the JSON document of the matrices (default colltune-monitor.json)",
                default="colltune-monitor.json")
     p.add_argument("--mpi", help="mpich, openmpi, intelmpi or system "
@@ -174,10 +238,16 @@ def cmd_monitor(args: argparse.Namespace) -> int:
         print("colltune monitor: give the command after --, e.g. colltune monitor -- "
               "mpiexec -n 4 ./app", file=sys.stderr)
         return 2
+    if args.level == "off" and not (args.profile or args.trace):
+        print("colltune monitor: --level off records nothing without --profile or --trace",
+              file=sys.stderr)
+        return 2
     try:
         build = MPIBuild.select(args.mpi)
         with tempfile.TemporaryDirectory():
-            doc = run_monitored(build, cmd, args.level, Path(args.output))
+            doc = run_monitored(build, cmd, args.level, Path(args.output),
+                                profile=args.profile,
+                                trace=Path(args.trace) if args.trace else None)
     except (MPIError, OSError, ValueError) as e:
         print(f"colltune monitor: {e}", file=sys.stderr)
         return 1
@@ -192,4 +262,6 @@ def cmd_monitor(args: argparse.Namespace) -> int:
                        None if doc["exit_code"] == 0 else f"exit {doc['exit_code']}")
             print(f"recorded as run {run.id} in {store.path}")
     print(f"monitor record: {args.output}")
+    if args.trace:
+        print(f"timeline: {args.trace} (ui.perfetto.dev or chrome://tracing)")
     return 0 if doc["exit_code"] == 0 else 1

@@ -22,7 +22,15 @@ def monitor_section(data):
 
 def _monitor_html(data, doc: dict) -> str:
     from ..render.html import esc, figure, table
+    from .monitor import PROFILE_COLUMNS, profile_rows
 
+    prof = profile_rows(doc)
+    prof_html = (["<p>Collective profile (COLLTUNE_PROFILE=on): per operation, call form, "
+                  "communicator size, message size (log2 bucket) and algorithm, the most "
+                  "time first; times summed over the ranks, medians over every rank's "
+                  "calls.</p>", table(PROFILE_COLUMNS, prof)] if prof else [])
+    if not doc.get("per_rank"):
+        return "\n".join(prof_html)
     out = [f"<p>Level {esc(doc['level'])}, {esc(doc['ranks'])} ranks. Hardware counters: "
            f"{esc(doc.get('counters_unavailable') or 'measured')}. Energy: "
            f"{esc(doc.get('energy_unavailable') or 'measured')}.</p>"]
@@ -64,7 +72,7 @@ def _monitor_html(data, doc: dict) -> str:
         if key in doc:
             out.append(figure(data, _heatmap_svg(doc[key], what),
                                f"{what.capitalize()}: row = sender, column = receiver."))
-    return "\n".join(out)
+    return "\n".join(out + prof_html)
 
 
 def _heatmap_svg(matrix: list[list[float]], what: str) -> str:
