@@ -210,6 +210,12 @@ const ct_algorithm_info *ct_algorithm_get(int i)
     return (i >= 0 && i < NENTRIES) ? &table[i].info : NULL;
 }
 
+int ct_registry_index(const ct_algorithm_info *info)
+{
+    /* info is the first member of an entry of table[] (the registry hands out no other). */
+    return (int)((const ct_registry_entry *)(const void *)info - table);
+}
+
 const ct_registry_entry *ct_registry_find(ct_coll coll, const char *name)
 {
     if (!name)

@@ -3,14 +3,36 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "monitor/monitor.h"
 
 
 void ct_dropin_count_native(ct_coll coll, long long bytes)
 {
+    /* The generated _c entry points call this for counts past an int (to the library). */
+    ct_select_count_native(coll, CT_WHY_LARGE_COUNT);
     if (ct_monitor_level)
         ct_monitor_native(coll, bytes);
+}
+
+ct_native_why ct_dropin_outcome(ct_coll coll, int native, const ct_choice *choice,
+                                const char *ran, const ct_options *opts)
+{
+    if (native) {
+        ct_select_count_native(coll, choice->why);
+        return choice->why;
+    }
+    if (!choice->algorithm || strcmp(ran, "native") == 0) {
+        ct_native_why why = ct_select_take_refusal();
+        ct_select_count_native(coll, why);
+        return why;
+    }
+    /* ran is the chosen algorithm's registry name: the engine runs what it was given. */
+    ct_select_count_served(coll, choice->algorithm,
+                           opts->has_segsize && (choice->algorithm->flags & CT_ALG_SEGMENTABLE),
+                           opts->segsize);
+    return CT_NWHY;
 }
 
 int ct_dropin_comm_size(MPI_Comm comm)

@@ -15,12 +15,21 @@
 #define CT_DROPIN_HIDDEN __attribute__((visibility("hidden")))
 
 /* Fills opts for c (bytes: ct_call_bytes_v) with the select layer's choice
- * (src/select/select.h: forced > table > native) for the call's form; 0 to run
- * colltune, 1 for the library. A bad environment (an unknown forced algorithm, a
- * bad segment size) sets *err, which the call must return: the same message for
- * every form of the operation. */
+ * (src/select/select.h: forced > table > native) for the call's form, and *choice with
+ * it (the algorithm's registry entry, or why native); 0 to run colltune, 1 for the
+ * library. A bad environment (an unknown forced algorithm, a bad segment size) sets
+ * *err, which the call must return: the same message for every form of the operation. */
 CT_DROPIN_HIDDEN int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form,
-                                      long long bytes, ct_options *opts, int *err);
+                                      long long bytes, ct_options *opts, ct_choice *choice,
+                                      int *err);
+
+/* A call's outcome, counted once for the finalize summary (src/select/summary.c):
+ * served by the algorithm that ran (ran, with opts' segment size), or native, why:
+ * choice->why when the select layer said native (native 1), else the engine's refusal.
+ * Returns why a native call went native (for the debug line). */
+CT_DROPIN_HIDDEN ct_native_why ct_dropin_outcome(ct_coll coll, int native,
+                                                 const ct_choice *choice, const char *ran,
+                                                 const ct_options *opts);
 
 /* The dispatchers the generated entry points (bindings.c, from collectives.def) hand
  * their calls to: ct_dropin_intercept (pmpi.c) chooses and runs a blocking or
