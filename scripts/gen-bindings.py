@@ -493,18 +493,22 @@ def gen_bindings(rows: list[Row]) -> str:
 # -- The public API --
 
 
-def public_decl(row: Row, nb: bool) -> list[str]:
+def public_decl(row: Row, nb: bool | str) -> list[str]:
+    """ct_X (nb False), ct_iX (True) or ct_X_init (nb "init": the persistent form)."""
     extra = ["const ct_options *opts"] + (["MPI_Request *request"] if nb else [])
-    name = f"ct_i{row.lower}" if nb else f"ct_{row.lower}"
+    name = (f"ct_{row.lower}_init" if nb == "init" else f"ct_i{row.lower}" if nb
+            else f"ct_{row.lower}")
     return wrap(f"int {name}(", decls(row, False, extra), ");", 0)
 
 
-def public_def(row: Row, nb: bool) -> list[str]:
+def public_def(row: Row, nb: bool | str) -> list[str]:
     sig = public_decl(row, nb)
     sig[-1] = sig[-1][:-1]  # no ';'
     body = ct_call_init(row, "request" if nb else "NULL") + vargs_init(row)
     v = "&v" if row.vargs else "NULL"
-    if nb:
+    if nb == "init":
+        body.append(f"    return init_public(&c, {v}, opts);")
+    elif nb:
         body.append(f"    return start_public(&c, {v}, opts);")
     elif row.vargs:
         body.append("    return run_public_v(&c, &v, opts);")
@@ -540,11 +544,33 @@ def gen_public(rows: list[Row]) -> str:
            "    ct_progress_info info; /* a table's non-blocking entries depend on the thread */",
            "    ct_progress_query(&info);", "    ct_options chosen;", "    int err;",
            "    opts = ct_call_public_options(c, v, opts, info.running, &chosen, &err);",
-           "    return err != MPI_SUCCESS ? err : ct_nbc_start(c, v, opts, 0, &ran);", "}", ""]
+           "    return err != MPI_SUCCESS ? err : ct_nbc_start(c, v, opts, 0, &ran);", "}", "",
+           "/* The persistent form: the plan made once (src/nbc/persistent.c), each ct_start",
+           " * running it. A call colltune would leave to the library (native chosen, an",
+           " * inter-communicator, arguments it refuses) is refused with a message: MPI's own",
+           " * MPI_X_init is the program's to call. */",
+           "static int init_public(const ct_call *c, const ct_vargs *v, const ct_options *opts)",
+           "{", "    const char *ran;", "    if (!c->request)",
+           '        return ct_raise_error(c->comm, MPI_ERR_REQUEST, "%s: no request to return",',
+           "                              ct_coll_name(c->coll));",
+           "    ct_progress_info info;", "    ct_progress_query(&info);", "    ct_options chosen;",
+           "    int err, go;",
+           "    opts = ct_call_public_options(c, v, opts, info.running, &chosen, &err);",
+           "    if (err != MPI_SUCCESS)", "        return err;",
+           "    int rc = ct_plan_init(c, v, opts, &go, &ran);",
+           "    if (go == -1)",
+           "        return ct_raise_error(c->comm, MPI_ERR_ARG, \"%s_init: colltune does not run "
+           "this call \"",
+           "                              \"(native chosen, an inter-communicator or arguments "
+           "it refuses)\",",
+           "                              ct_coll_name(c->coll));",
+           "    return rc;", "}", ""]
     for r in rows:
         out += public_def(r, False)
     for r in rows:
         out += public_def(r, True)
+    for r in rows:
+        out += public_def(r, "init")
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -557,6 +583,8 @@ def header_region(rows: list[Row], region: str) -> list[str]:
     for r in rows:
         if region == "nonblocking":
             out += public_decl(r, True)
+        elif region == "persistent":
+            out += public_decl(r, "init")
         elif r.group == region.removeprefix("blocking-"):
             if r.doc:
                 out.append(f"/* {r.doc} */")
@@ -569,7 +597,7 @@ def header_region(rows: list[Row], region: str) -> list[str]:
 
 
 def gen_header(rows: list[Row], text: str) -> str:
-    for region in ("blocking-classic", "blocking-v", "nonblocking"):
+    for region in ("blocking-classic", "blocking-v", "nonblocking", "persistent"):
         b, e = BEGIN.format(region), END.format(region)
         if text.count(b) != 1 or text.count(e) != 1:
             sys.exit(f"{HEADER}: needs one '{b}' and one '{e}'")
