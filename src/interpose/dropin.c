@@ -23,12 +23,15 @@ ct_native_why ct_dropin_outcome(ct_coll coll, int native, const ct_choice *choic
         ct_select_count_native(coll, choice->why);
         return choice->why;
     }
-    if (!choice->algorithm || strcmp(ran, "native") == 0) {
+    /* ran is the registry's own string of the algorithm that ran (the engine finds the one
+     * it was given by address): the same pointer as the choice's name on the common path,
+     * and a string compare only otherwise. */
+    if (!choice->algorithm ||
+        (ran != choice->algorithm->name && strcmp(ran, "native") == 0)) {
         ct_native_why why = ct_select_take_refusal();
         ct_select_count_native(coll, why);
         return why;
     }
-    /* ran is the chosen algorithm's registry name: the engine runs what it was given. */
     ct_select_count_served(coll, choice->algorithm,
                            opts->has_segsize && (choice->algorithm->flags & CT_ALG_SEGMENTABLE),
                            opts->segsize);

@@ -125,18 +125,20 @@ static int is_inter(MPI_Comm comm)
  * neither the monitor nor the debug log wants the call seen. Such a call goes to the
  * library at once: a program that preloads the drop-in and keeps native pays no lookup
  * (issue 36: 15-50% at 8 B before). */
-static int left_alone(ct_coll coll)
+static int left_alone(ct_coll coll, int *counted)
 {
-    return !ct_select_may_serve(coll) && !ct_monitor_level &&
-           ct_select_log_level() < CT_LOG_DEBUG;
+    int may = ct_select_may_serve(coll);
+    *counted = may < 0; /* another operation's algorithm is forced: the summary counts it */
+    return may <= 0 && !ct_monitor_level && ct_select_log_level() < CT_LOG_DEBUG;
 }
 
 /* dropin.h */
 int ct_dropin_intercept(const ct_call *c)
 {
     ct_nbc_poll_orphans();
-    if (left_alone(c->coll)) {
-        if (ct_select_active()) /* another operation's algorithm is forced: summarized */
+    int counted;
+    if (left_alone(c->coll, &counted)) {
+        if (counted)
             ct_select_count_native(c->coll, CT_WHY_NOT_CHOSEN);
         return ct_call_native(c);
     }

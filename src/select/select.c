@@ -325,7 +325,7 @@ void ct_choice_options(const ct_choice *choice, ct_options *opts)
 int ct_select_may_serve(ct_coll coll)
 {
     env_read();
-    return env.alg[coll].text || ct_table_loaded();
+    return env.alg[coll].text || ct_table_loaded() ? 1 : env.any_forced ? -1 : 0;
 }
 
 const ct_algorithm_info *ct_select_forced(ct_coll coll)

@@ -71,8 +71,10 @@ int ct_select(const ct_select_query *q, ct_choice *choice, int *err);
  * own string, which the engine finds by address), segment size, split. */
 void ct_choice_options(const ct_choice *choice, ct_options *opts);
 
-/* Whether anything of colltune's may serve coll: an algorithm forced for it or a table
- * loaded. Without either a drop-in call goes to the library before any lookup. */
+/* Whether anything of colltune's may serve coll: 1, an algorithm forced for it or a table
+ * loaded; -1, neither, but another operation's algorithm is forced (the finalize summary
+ * then counts the call, as not chosen); 0, nothing at all. Without a 1 a drop-in call goes
+ * to the library before any lookup. */
 int ct_select_may_serve(ct_coll coll);
 
 /* The valid algorithm COLLTUNE_<OP>_ALGORITHM forces for coll, or NULL. */
