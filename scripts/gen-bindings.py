@@ -384,8 +384,8 @@ def dropin_c(row: Row, form: str) -> list[str]:
     extra = ["MPI_Request *request"] if nb else []
     sig = signature(base + "_c", decls(row, True, extra))
     lib = wrap(f"return P{base}_c(", names(row, extra), ");", 8)
-    counted = ([f"        ct_dropin_count_native({row.coll}, 0);"]
-               if row.c_native == "counted" else [])
+    count = f'ct_dropin_count_native({row.coll}, comm, "{base}_c", CT_WHY_LARGE_COUNT);'
+    counted = [f"        {count}"] if row.c_native == "counted" else []
     if row.vargs is None:
         fits = " || ".join(f"!{t}" for t in fits_scalars(row))
         if counted:
@@ -397,7 +397,7 @@ def dropin_c(row: Row, form: str) -> list[str]:
     if nb:
         # The int copies of the arrays would have to live until the request completes,
         # which nothing here sees when the call ends native: to the library, counted.
-        body = [f"    ct_dropin_count_native({row.coll}, 0);"]
+        body = [f'    ct_dropin_count_native({row.coll}, comm, "{base}_c", CT_WHY_FORM);']
         body += wrap(f"return P{base}_c(", names(row, extra), ");", 4)
         return fn(sig, body)
     dl, copies = array_conversion(row)

@@ -428,7 +428,7 @@ int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
     if (!fits) {
         free(rc);
         free(rd);
-        ct_dropin_count_native(CT_ALLGATHERV, 0);
+        ct_dropin_count_native(CT_ALLGATHERV, comm, "MPI_Allgatherv_c", CT_WHY_LARGE_COUNT);
         return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                  recvtype, comm);
     }
@@ -442,7 +442,7 @@ int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
                       void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    ct_dropin_count_native(CT_ALLGATHERV, 0);
+    ct_dropin_count_native(CT_ALLGATHERV, comm, "MPI_Iallgatherv_c", CT_WHY_FORM);
     return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               comm, request);
 }
@@ -463,7 +463,7 @@ int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
         free(sd);
         free(rc);
         free(rd);
-        ct_dropin_count_native(CT_ALLTOALLV, 0);
+        ct_dropin_count_native(CT_ALLTOALLV, comm, "MPI_Alltoallv_c", CT_WHY_LARGE_COUNT);
         return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                 rdispls, recvtype, comm);
     }
@@ -480,7 +480,7 @@ int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MP
                      const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                      MPI_Request *request)
 {
-    ct_dropin_count_native(CT_ALLTOALLV, 0);
+    ct_dropin_count_native(CT_ALLTOALLV, comm, "MPI_Ialltoallv_c", CT_WHY_FORM);
     return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                              recvtype, comm, request);
 }
@@ -497,7 +497,7 @@ int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
     if (!fits) {
         free(rc);
         free(rd);
-        ct_dropin_count_native(CT_GATHERV, 0);
+        ct_dropin_count_native(CT_GATHERV, comm, "MPI_Gatherv_c", CT_WHY_LARGE_COUNT);
         return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                               root, comm);
     }
@@ -511,7 +511,7 @@ int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                    int root, MPI_Comm comm, MPI_Request *request)
 {
-    ct_dropin_count_native(CT_GATHERV, 0);
+    ct_dropin_count_native(CT_GATHERV, comm, "MPI_Igatherv_c", CT_WHY_FORM);
     return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                            root, comm, request);
 }
@@ -528,7 +528,7 @@ int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_
     if (!fits) {
         free(sc);
         free(sd);
-        ct_dropin_count_native(CT_SCATTERV, 0);
+        ct_dropin_count_native(CT_SCATTERV, comm, "MPI_Scatterv_c", CT_WHY_LARGE_COUNT);
         return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                                root, comm);
     }
@@ -542,7 +542,7 @@ int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
                     MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    ct_dropin_count_native(CT_SCATTERV, 0);
+    ct_dropin_count_native(CT_SCATTERV, comm, "MPI_Iscatterv_c", CT_WHY_FORM);
     return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                             root, comm, request);
 }
@@ -551,7 +551,7 @@ int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count rec
                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     if (!CT_FITS_INT(recvcount)) {
-        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, 0);
+        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, comm, "MPI_Reduce_scatter_block_c", CT_WHY_LARGE_COUNT);
         return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
     }
     return MPI_Reduce_scatter_block(sendbuf, recvbuf, (int)recvcount, datatype, op, comm);
@@ -562,7 +562,7 @@ int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count re
                                 MPI_Request *request)
 {
     if (!CT_FITS_INT(recvcount)) {
-        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, 0);
+        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, comm, "MPI_Ireduce_scatter_block_c", CT_WHY_LARGE_COUNT);
         return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm,
                                             request);
     }
@@ -576,7 +576,7 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count rec
     int fits = n && !ct_dropin_counts_to_int(recvcounts, n, &rc);
     if (!fits) {
         free(rc);
-        ct_dropin_count_native(CT_REDUCE_SCATTER, 0);
+        ct_dropin_count_native(CT_REDUCE_SCATTER, comm, "MPI_Reduce_scatter_c", CT_WHY_LARGE_COUNT);
         return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     }
     ret = MPI_Reduce_scatter(sendbuf, recvbuf, rc, datatype, op, comm);
@@ -587,7 +587,7 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count rec
 int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    ct_dropin_count_native(CT_REDUCE_SCATTER, 0);
+    ct_dropin_count_native(CT_REDUCE_SCATTER, comm, "MPI_Ireduce_scatter_c", CT_WHY_FORM);
     return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
 }
 
@@ -595,7 +595,7 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
                MPI_Op op, MPI_Comm comm)
 {
     if (!CT_FITS_INT(count)) {
-        ct_dropin_count_native(CT_SCAN, 0);
+        ct_dropin_count_native(CT_SCAN, comm, "MPI_Scan_c", CT_WHY_LARGE_COUNT);
         return PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
     }
     return MPI_Scan(sendbuf, recvbuf, (int)count, datatype, op, comm);
@@ -605,7 +605,7 @@ int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatyp
                 MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     if (!CT_FITS_INT(count)) {
-        ct_dropin_count_native(CT_SCAN, 0);
+        ct_dropin_count_native(CT_SCAN, comm, "MPI_Iscan_c", CT_WHY_LARGE_COUNT);
         return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     return MPI_Iscan(sendbuf, recvbuf, (int)count, datatype, op, comm, request);
@@ -615,7 +615,7 @@ int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
                  MPI_Op op, MPI_Comm comm)
 {
     if (!CT_FITS_INT(count)) {
-        ct_dropin_count_native(CT_EXSCAN, 0);
+        ct_dropin_count_native(CT_EXSCAN, comm, "MPI_Exscan_c", CT_WHY_LARGE_COUNT);
         return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
     }
     return MPI_Exscan(sendbuf, recvbuf, (int)count, datatype, op, comm);
@@ -625,7 +625,7 @@ int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
                   MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     if (!CT_FITS_INT(count)) {
-        ct_dropin_count_native(CT_EXSCAN, 0);
+        ct_dropin_count_native(CT_EXSCAN, comm, "MPI_Iexscan_c", CT_WHY_LARGE_COUNT);
         return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     return MPI_Iexscan(sendbuf, recvbuf, (int)count, datatype, op, comm, request);

@@ -3,17 +3,32 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "monitor/monitor.h"
 
 
-void ct_dropin_count_native(ct_coll coll, long long bytes)
+void ct_dropin_count_native(ct_coll coll, MPI_Comm comm, const char *call, ct_native_why why)
 {
-    /* The generated _c entry points call this for counts past an int (to the library). */
-    ct_select_count_native(coll, CT_WHY_LARGE_COUNT);
+    ct_select_count_native(coll, why);
     if (ct_monitor_level)
-        ct_monitor_native(coll, bytes);
+        ct_monitor_native(coll, 0);
+    if (ct_select_log_level() < CT_LOG_DEBUG)
+        return;
+    int rank = -1, size = 0;
+    if (comm != MPI_COMM_NULL) {
+        PMPI_Comm_rank(comm, &rank);
+        PMPI_Comm_size(comm, &size);
+    }
+    char line[200];
+    int n = snprintf(line, sizeof line, "colltune: rank %d/%d %s 0 bytes -> native (%s)\n", rank,
+                     size, call, ct_select_why_text(why));
+    if (n > 0 && n < (int)sizeof line) {
+        ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
+        (void)w;
+    }
 }
 
 ct_native_why ct_dropin_outcome(ct_coll coll, int native, const ct_choice *choice,

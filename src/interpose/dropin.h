@@ -38,8 +38,12 @@ CT_DROPIN_HIDDEN ct_native_why ct_dropin_outcome(ct_coll coll, int native,
 CT_DROPIN_HIDDEN int ct_dropin_intercept(const ct_call *c);
 CT_DROPIN_HIDDEN int ct_dropin_intercept_v(const ct_call *c, const ct_vargs *v);
 
-/* A call left to the library: counted by the monitor as a native call. */
-CT_DROPIN_HIDDEN void ct_dropin_count_native(ct_coll coll, long long bytes);
+/* A _c call left to the library (call: its MPI name, "MPI_Allgatherv_c"; why: its counts
+ * do not fit an int, or a non-blocking v-form whose int copies of the arrays would have to
+ * outlive the call): counted by the monitor as a native call and by the finalize summary,
+ * and logged under COLLTUNE_LOG=debug (its size unknown: 0 bytes). */
+CT_DROPIN_HIDDEN void ct_dropin_count_native(ct_coll coll, MPI_Comm comm, const char *call,
+                                             ct_native_why why);
 
 /* The ranks of comm, or 0 for an inter-communicator or a bad one (the library
  * then decides). */
