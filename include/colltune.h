@@ -235,9 +235,9 @@ int ct_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 /*
  * As their MPI 4 MPI_X_init functions: ct_bcast_init as MPI_Bcast_init, ...
  * ct_exscan_init as MPI_Exscan_init (without the info). The call is checked,
- * its algorithm chosen (opts, else the select layer's choice as for the
- * non-blocking form) and its schedule made once; each ct_start runs it through
- * the non-blocking engine, completed with ct_wait / ct_test (or the drop-in's
+ * its algorithm chosen (opts, else the select layer's choice: the table's
+ * persistent entries, else its blocking ones) and its schedule made once;
+ * each ct_start runs it through the non-blocking engine, completed with ct_wait / ct_test (or the drop-in's
  * MPI_Wait ...); ct_request_free frees an inactive one. A call colltune would
  * leave to the library (native chosen, an inter-communicator, arguments it
  * refuses, an algorithm that serves blocking calls only) is refused with

@@ -18,7 +18,7 @@ static int run_public(const ct_call *c, const ct_options *opts)
     const char *ran;
     ct_options chosen;
     int err;
-    opts = ct_call_public_options(c, NULL, opts, 0, &chosen, &err);
+    opts = ct_call_public_options(c, NULL, opts, 0, 0, &chosen, &err);
     return err != MPI_SUCCESS ? err : ct_call_run(c, opts, 0, &ran);
 }
 
@@ -27,7 +27,7 @@ static int run_public_v(const ct_call *c, const ct_vargs *v, const ct_options *o
     const char *ran;
     ct_options chosen;
     int err;
-    opts = ct_call_public_options(c, v, opts, 0, &chosen, &err);
+    opts = ct_call_public_options(c, v, opts, 0, 0, &chosen, &err);
     return err != MPI_SUCCESS ? err : ct_call_run_v(c, v, opts, 0, &ran);
 }
 
@@ -41,7 +41,7 @@ static int start_public(const ct_call *c, const ct_vargs *v, const ct_options *o
     ct_progress_query(&info);
     ct_options chosen;
     int err;
-    opts = ct_call_public_options(c, v, opts, info.running, &chosen, &err);
+    opts = ct_call_public_options(c, v, opts, info.running, 0, &chosen, &err);
     return err != MPI_SUCCESS ? err : ct_nbc_start(c, v, opts, 0, &ran);
 }
 
@@ -59,7 +59,7 @@ static int init_public(const ct_call *c, const ct_vargs *v, const ct_options *op
     ct_progress_query(&info);
     ct_options chosen;
     int err, go;
-    opts = ct_call_public_options(c, v, opts, info.running, &chosen, &err);
+    opts = ct_call_public_options(c, v, opts, info.running, 1, &chosen, &err);
     if (err != MPI_SUCCESS)
         return err;
     int rc = ct_plan_init(c, v, opts, &go, &ran);
