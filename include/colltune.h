@@ -230,6 +230,71 @@ int ct_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
                MPI_Comm comm, const ct_options *opts, MPI_Request *request);
 /* gen-bindings: end nonblocking */
 
+/* ---- Persistent collectives -------------------------------------------- */
+
+/*
+ * As their MPI 4 MPI_X_init functions: ct_bcast_init as MPI_Bcast_init, ...
+ * ct_exscan_init as MPI_Exscan_init (without the info). The call is checked,
+ * its algorithm chosen (opts, else the select layer's choice: the table's
+ * persistent entries, else its blocking ones) and its schedule made once;
+ * each ct_start runs it through the non-blocking engine, completed with ct_wait / ct_test (or the drop-in's
+ * MPI_Wait ...); ct_request_free frees an inactive one. A call colltune would
+ * leave to the library (native chosen, an inter-communicator, arguments it
+ * refuses, an algorithm that serves blocking calls only) is refused with
+ * MPI_ERR_ARG: MPI's own MPI_X_init is the program's to call. The tuner times
+ * the persistent form with these (ct_bench --form persistent).
+ */
+/* gen-bindings: begin persistent (scripts/gen-bindings.py) */
+int ct_bcast_init(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                  const ct_options *opts, MPI_Request *request);
+int ct_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   int root, MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                      MPI_Op op, MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                    const ct_options *opts, MPI_Request *request);
+int ct_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                   const ct_options *opts, MPI_Request *request);
+int ct_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts,
+                      MPI_Request *request);
+int ct_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts,
+                     MPI_Request *request);
+int ct_barrier_init(MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                       MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                      MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                      const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                      const ct_options *opts, MPI_Request *request);
+int ct_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                    MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[],
+                     MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                     int root, MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                 const ct_options *opts, MPI_Request *request);
+int ct_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const ct_options *opts,
+                           MPI_Request *request);
+int ct_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                 MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+int ct_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, const ct_options *opts, MPI_Request *request);
+/* gen-bindings: end persistent */
+/* Starts a persistent collective of ct_X_init (MPI_Start: MPI_ERR_REQUEST while
+ * the previous start is in flight); any other request goes to MPI_Start. */
+int ct_start(MPI_Request *request);
+/* Frees an inactive persistent collective of ct_X_init (*request becomes
+ * MPI_REQUEST_NULL); any other request goes to MPI_Request_free. */
+int ct_request_free(MPI_Request *request);
+
 /* As MPI_Wait / MPI_Test / MPI_Waitall / MPI_Testall, for any mix of requests,
  * colltune's too: while they wait they drive every pending application part,
  * not only those named (ranks may complete their collectives in any order). */

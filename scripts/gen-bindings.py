@@ -388,8 +388,8 @@ def dropin_c(row: Row, form: str) -> list[str]:
     prof = (f"CT_DROPIN_LIBRARY_C({row.coll}, CT_PROF_{'NONBLOCKING' if nb else 'BLOCKING'}, "
             f"comm, {'request' if nb else 'NULL'}, ")
     lib = wrap(f"{prof}P{base}_c(", names(row, extra), "));", 8)
-    counted = ([f"        ct_dropin_count_native({row.coll}, 0);"]
-               if row.c_native == "counted" else [])
+    count = f'ct_dropin_count_native({row.coll}, comm, "{base}_c", CT_WHY_LARGE_COUNT);'
+    counted = [f"        {count}"] if row.c_native == "counted" else []
     if row.vargs is None:
         fits = " || ".join(f"!{t}" for t in fits_scalars(row))
         if counted:
@@ -401,7 +401,7 @@ def dropin_c(row: Row, form: str) -> list[str]:
     if nb:
         # The int copies of the arrays would have to live until the request completes,
         # which nothing here sees when the call ends native: to the library, counted.
-        body = [f"    ct_dropin_count_native({row.coll}, 0);"]
+        body = [f'    ct_dropin_count_native({row.coll}, comm, "{base}_c", CT_WHY_FORM);']
         body += wrap(f"{prof}P{base}_c(", names(row, extra), "));", 4)
         return fn(sig, body)
     dl, copies = array_conversion(row)
@@ -497,18 +497,22 @@ def gen_bindings(rows: list[Row]) -> str:
 # -- The public API --
 
 
-def public_decl(row: Row, nb: bool) -> list[str]:
+def public_decl(row: Row, nb: bool | str) -> list[str]:
+    """ct_X (nb False), ct_iX (True) or ct_X_init (nb "init": the persistent form)."""
     extra = ["const ct_options *opts"] + (["MPI_Request *request"] if nb else [])
-    name = f"ct_i{row.lower}" if nb else f"ct_{row.lower}"
+    name = (f"ct_{row.lower}_init" if nb == "init" else f"ct_i{row.lower}" if nb
+            else f"ct_{row.lower}")
     return wrap(f"int {name}(", decls(row, False, extra), ");", 0)
 
 
-def public_def(row: Row, nb: bool) -> list[str]:
+def public_def(row: Row, nb: bool | str) -> list[str]:
     sig = public_decl(row, nb)
     sig[-1] = sig[-1][:-1]  # no ';'
     body = ct_call_init(row, "request" if nb else "NULL") + vargs_init(row)
     v = "&v" if row.vargs else "NULL"
-    if nb:
+    if nb == "init":
+        body.append(f"    return init_public(&c, {v}, opts);")
+    elif nb:
         body.append(f"    return start_public(&c, {v}, opts);")
     elif row.vargs:
         body.append("    return run_public_v(&c, &v, opts);")
@@ -530,11 +534,11 @@ def gen_public(rows: list[Row]) -> str:
            '#include "nbc/nbc.h"', "",
            "static int run_public(const ct_call *c, const ct_options *opts)", "{",
            "    const char *ran;", "    ct_options chosen;", "    int err;",
-           "    opts = ct_call_public_options(c, NULL, opts, 0, &chosen, &err);",
+           "    opts = ct_call_public_options(c, NULL, opts, 0, 0, &chosen, &err);",
            "    return err != MPI_SUCCESS ? err : ct_call_run(c, opts, 0, &ran);", "}", "",
            "static int run_public_v(const ct_call *c, const ct_vargs *v, const ct_options *opts)",
            "{", "    const char *ran;", "    ct_options chosen;", "    int err;",
-           "    opts = ct_call_public_options(c, v, opts, 0, &chosen, &err);",
+           "    opts = ct_call_public_options(c, v, opts, 0, 0, &chosen, &err);",
            "    return err != MPI_SUCCESS ? err : ct_call_run_v(c, v, opts, 0, &ran);", "}",
            "",
            "static int start_public(const ct_call *c, const ct_vargs *v, const ct_options *opts)",
@@ -543,12 +547,34 @@ def gen_public(rows: list[Row]) -> str:
            "                              ct_coll_name(c->coll));",
            "    ct_progress_info info; /* a table's non-blocking entries depend on the thread */",
            "    ct_progress_query(&info);", "    ct_options chosen;", "    int err;",
-           "    opts = ct_call_public_options(c, v, opts, info.running, &chosen, &err);",
-           "    return err != MPI_SUCCESS ? err : ct_nbc_start(c, v, opts, 0, &ran);", "}", ""]
+           "    opts = ct_call_public_options(c, v, opts, info.running, 0, &chosen, &err);",
+           "    return err != MPI_SUCCESS ? err : ct_nbc_start(c, v, opts, 0, &ran);", "}", "",
+           "/* The persistent form: the plan made once (src/nbc/persistent.c), each ct_start",
+           " * running it. A call colltune would leave to the library (native chosen, an",
+           " * inter-communicator, arguments it refuses) is refused with a message: MPI's own",
+           " * MPI_X_init is the program's to call. */",
+           "static int init_public(const ct_call *c, const ct_vargs *v, const ct_options *opts)",
+           "{", "    const char *ran;", "    if (!c->request)",
+           '        return ct_raise_error(c->comm, MPI_ERR_REQUEST, "%s: no request to return",',
+           "                              ct_coll_name(c->coll));",
+           "    ct_progress_info info;", "    ct_progress_query(&info);", "    ct_options chosen;",
+           "    int err, go;",
+           "    opts = ct_call_public_options(c, v, opts, info.running, 1, &chosen, &err);",
+           "    if (err != MPI_SUCCESS)", "        return err;",
+           "    int rc = ct_plan_init(c, v, opts, &go, &ran);",
+           "    if (go == -1)",
+           "        return ct_raise_error(c->comm, MPI_ERR_ARG, \"%s_init: colltune does not run "
+           "this call \"",
+           "                              \"(native chosen, an inter-communicator or arguments "
+           "it refuses)\",",
+           "                              ct_coll_name(c->coll));",
+           "    return rc;", "}", ""]
     for r in rows:
         out += public_def(r, False)
     for r in rows:
         out += public_def(r, True)
+    for r in rows:
+        out += public_def(r, "init")
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -561,6 +587,8 @@ def header_region(rows: list[Row], region: str) -> list[str]:
     for r in rows:
         if region == "nonblocking":
             out += public_decl(r, True)
+        elif region == "persistent":
+            out += public_decl(r, "init")
         elif r.group == region.removeprefix("blocking-"):
             if r.doc:
                 out.append(f"/* {r.doc} */")
@@ -573,7 +601,7 @@ def header_region(rows: list[Row], region: str) -> list[str]:
 
 
 def gen_header(rows: list[Row], text: str) -> str:
-    for region in ("blocking-classic", "blocking-v", "nonblocking"):
+    for region in ("blocking-classic", "blocking-v", "nonblocking", "persistent"):
         b, e = BEGIN.format(region), END.format(region)
         if text.count(b) != 1 or text.count(e) != 1:
             sys.exit(f"{HEADER}: needs one '{b}' and one '{e}'")

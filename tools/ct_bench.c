@@ -43,7 +43,7 @@ typedef struct bench_args {
     long long min_size, max_size, segsize;
     long long segsizes[32]; /* --segsizes: each segmentable algorithm once per size */
     int nsegsizes;
-    int iters, warmup, root, check, progress, radix, serve, rounds;
+    int iters, warmup, root, check, progress, radix, serve, rounds, form;
     const char *json, *binding;
 } bench_args;
 
@@ -59,7 +59,9 @@ static void usage(void)
                 "[--segsize B]\n  [--segsizes B,B,...] [--radix K] [--root R] [--check] [--progress] "
                 "[--binding LABEL] [--json FILE]\n  [--rounds R: each size's candidates timed in R rounds of a fresh "
                 "shuffled order, the iterations spread over them]\n  [--serve: measure the 'ALG SEGSIZE SIZE "
-                "ITERS' lines read on stdin, one JSON line each, until 'quit']\n");
+                "ITERS' lines read on stdin, one JSON line each, until 'quit']\n"
+                "  [--form blocking|nonblocking|persistent: what --serve times (start to "
+                "completion)]\n");
 }
 
 static int parse(int argc, char **argv, bench_args *a)
@@ -115,6 +117,16 @@ static int parse(int argc, char **argv, bench_args *a)
             if (a->nsegsizes == 0 || *end)
                 return -1;
         }
+        else if (!strcmp(k, "--form")) {
+            if (!strcmp(v, "blocking"))
+                a->form = 0;
+            else if (!strcmp(v, "nonblocking"))
+                a->form = 1;
+            else if (!strcmp(v, "persistent"))
+                a->form = 2;
+            else
+                return -1;
+        }
         else if (!strcmp(k, "--radix"))
             a->radix = atoi(v);
         else if (!strcmp(k, "--rounds"))
@@ -130,7 +142,7 @@ static int parse(int argc, char **argv, bench_args *a)
     }
     if ((int)a->coll < 0 || a->coll >= CT_NCOLL || a->min_size < 1 || a->max_size < a->min_size ||
         a->root < 0 || a->root >= nprocs || a->iters < 0 || a->warmup < 0 || a->rounds < 1 ||
-        a->rounds > 1000)
+        a->rounds > 1000 || (a->form && !a->serve)) /* the forms are the tuner's: --serve only */
         return -1;
     return 0;
 }
@@ -189,27 +201,50 @@ static int cmp_double(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-static int run_once(const bench_args *a, const ct_options *o, void *sbuf, void *rbuf, int count,
-                    MPI_Datatype dt)
+/* How the tuner's server times a candidate (--form): the blocking call; the
+ * non-blocking one from its start to its completion (ct_i<op> + ct_wait); the persistent
+ * one from ct_start to its completion, the plan made (ct_<op>_init, or MPI's own
+ * MPI_<Op>_init for native) before the timing and freed after. */
+enum { FORM_BLOCKING, FORM_NONBLOCKING, FORM_PERSISTENT };
+
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define HAVE_MPI_INIT_FORMS 1
+#define NATIVE_INIT(Name, ...) MPI_##Name##_init(__VA_ARGS__, MPI_INFO_NULL, req)
+#else
+#define HAVE_MPI_INIT_FORMS 0
+#define NATIVE_INIT(Name, ...) MPI_ERR_OTHER /* no persistent collectives in this MPI */
+#endif
+
+/* One call of op in form (req: the non-blocking request, or the persistent one made). */
+#define CALL(lower, Name, ...)                                                              \
+    (form == FORM_BLOCKING      ? ct_##lower(__VA_ARGS__, o)                                \
+     : form == FORM_NONBLOCKING ? ct_i##lower(__VA_ARGS__, o, req)                          \
+     : native                   ? NATIVE_INIT(Name, __VA_ARGS__)                             \
+                                : ct_##lower##_init(__VA_ARGS__, o, req))
+
+static int call_form(const bench_args *a, const ct_options *o, int form, void *sbuf, void *rbuf,
+                     int count, MPI_Datatype dt, MPI_Request *req)
 {
     MPI_Comm w = MPI_COMM_WORLD;
+    int native = !o->algorithm || !strcmp(o->algorithm, "native");
+    (void)native;
     switch (a->coll) {
     case CT_BCAST:
-        return ct_bcast(rbuf, count, dt, a->root, w, o);
+        return CALL(bcast, Bcast, rbuf, count, dt, a->root, w);
     case CT_REDUCE:
-        return ct_reduce(sbuf, rbuf, count, dt, MPI_SUM, a->root, w, o);
+        return CALL(reduce, Reduce, sbuf, rbuf, count, dt, MPI_SUM, a->root, w);
     case CT_ALLREDUCE:
-        return ct_allreduce(sbuf, rbuf, count, dt, MPI_SUM, w, o);
+        return CALL(allreduce, Allreduce, sbuf, rbuf, count, dt, MPI_SUM, w);
     case CT_SCATTER:
-        return ct_scatter(sbuf, count, dt, rbuf, count, dt, a->root, w, o);
+        return CALL(scatter, Scatter, sbuf, count, dt, rbuf, count, dt, a->root, w);
     case CT_GATHER:
-        return ct_gather(sbuf, count, dt, rbuf, count, dt, a->root, w, o);
+        return CALL(gather, Gather, sbuf, count, dt, rbuf, count, dt, a->root, w);
     case CT_ALLGATHER:
-        return ct_allgather(sbuf, count, dt, rbuf, count, dt, w, o);
+        return CALL(allgather, Allgather, sbuf, count, dt, rbuf, count, dt, w);
     case CT_ALLTOALL:
-        return ct_alltoall(sbuf, count, dt, rbuf, count, dt, w, o);
+        return CALL(alltoall, Alltoall, sbuf, count, dt, rbuf, count, dt, w);
     case CT_BARRIER:
-        return ct_barrier(w, o);
+        return CALL(barrier, Barrier, w);
     default:
         break;
     }
@@ -217,24 +252,47 @@ static int run_once(const bench_args *a, const ct_options *o, void *sbuf, void *
     const int *c = even_counts, *d = even_displs;
     switch (a->coll) {
     case CT_ALLGATHERV:
-        return ct_allgatherv(sbuf, count, dt, rbuf, c, d, dt, w, o);
+        return CALL(allgatherv, Allgatherv, sbuf, count, dt, rbuf, c, d, dt, w);
     case CT_ALLTOALLV:
-        return ct_alltoallv(sbuf, c, d, dt, rbuf, c, d, dt, w, o);
+        return CALL(alltoallv, Alltoallv, sbuf, c, d, dt, rbuf, c, d, dt, w);
     case CT_GATHERV:
-        return ct_gatherv(sbuf, count, dt, rbuf, c, d, dt, a->root, w, o);
+        return CALL(gatherv, Gatherv, sbuf, count, dt, rbuf, c, d, dt, a->root, w);
     case CT_SCATTERV:
-        return ct_scatterv(sbuf, c, d, dt, rbuf, count, dt, a->root, w, o);
+        return CALL(scatterv, Scatterv, sbuf, c, d, dt, rbuf, count, dt, a->root, w);
     case CT_REDUCE_SCATTER_BLOCK:
-        return ct_reduce_scatter_block(sbuf, rbuf, count, dt, MPI_SUM, w, o);
+        return CALL(reduce_scatter_block, Reduce_scatter_block, sbuf, rbuf, count, dt, MPI_SUM,
+                    w);
     case CT_REDUCE_SCATTER:
-        return ct_reduce_scatter(sbuf, rbuf, c, dt, MPI_SUM, w, o);
+        return CALL(reduce_scatter, Reduce_scatter, sbuf, rbuf, c, dt, MPI_SUM, w);
     case CT_SCAN:
-        return ct_scan(sbuf, rbuf, count, dt, MPI_SUM, w, o);
+        return CALL(scan, Scan, sbuf, rbuf, count, dt, MPI_SUM, w);
     case CT_EXSCAN:
-        return ct_exscan(sbuf, rbuf, count, dt, MPI_SUM, w, o);
+        return CALL(exscan, Exscan, sbuf, rbuf, count, dt, MPI_SUM, w);
     default:
         return MPI_ERR_ARG;
     }
+}
+
+static int run_once(const bench_args *a, const ct_options *o, void *sbuf, void *rbuf, int count,
+                    MPI_Datatype dt)
+{
+    return call_form(a, o, FORM_BLOCKING, sbuf, rbuf, count, dt, NULL);
+}
+
+/* One timed call of the server's form: a blocking call, a non-blocking start and its
+ * completion, or a start of the persistent request *plan and its completion. */
+static int serve_once(const bench_args *a, const ct_options *o, void *sbuf, void *rbuf,
+                      int count, MPI_Datatype dt, MPI_Request *plan)
+{
+    if (a->form == FORM_BLOCKING)
+        return run_once(a, o, sbuf, rbuf, count, dt);
+    MPI_Request req = MPI_REQUEST_NULL;
+    int rc = a->form == FORM_NONBLOCKING
+                 ? call_form(a, o, FORM_NONBLOCKING, sbuf, rbuf, count, dt, &req)
+                 : ct_start(plan);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return ct_wait(a->form == FORM_NONBLOCKING ? &req : plan, MPI_STATUS_IGNORE);
 }
 
 /* Before anything is timed: MPIs move a communicator's collectives to their fast
@@ -528,15 +586,25 @@ int main(int argc, char **argv)
                 iters = maxiters;
             fill(&a, sbuf, rbuf, bytes, count);
             int rc = MPI_SUCCESS;
-            for (int i = 0; i < 2; i++)
-                rc |= run_once(&a, &o, sbuf, rbuf, count, dt);
+            /* The persistent form's plan is made (and freed) outside the timing. */
+            MPI_Request plan = MPI_REQUEST_NULL;
+            if (a.form == FORM_PERSISTENT)
+                rc = call_form(&a, &o, FORM_PERSISTENT, sbuf, rbuf, count, dt, &plan);
+            for (int i = 0; i < 2 && rc == MPI_SUCCESS; i++)
+                rc |= serve_once(&a, &o, sbuf, rbuf, count, dt, &plan);
             MPI_Barrier(MPI_COMM_WORLD);
             for (int i = 0; i < iters; i++) {
                 double t0 = MPI_Wtime();
-                rc |= run_once(&a, &o, sbuf, rbuf, count, dt);
+                if (rc == MPI_SUCCESS) /* a refused plan: every rank says so, none hangs */
+                    rc |= serve_once(&a, &o, sbuf, rbuf, count, dt, &plan);
                 times[i] = (MPI_Wtime() - t0) * 1e6;
                 MPI_Barrier(MPI_COMM_WORLD);
             }
+            if (plan != MPI_REQUEST_NULL)
+                ct_request_free(&plan);
+            int all_ok = rc == MPI_SUCCESS;
+            MPI_Allreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+            rc = all_ok ? MPI_SUCCESS : MPI_ERR_OTHER;
             MPI_Reduce(times, slowest, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
             if (rank == 0) {
                 memcpy(sorted, slowest, sizeof(double) * (size_t)iters);

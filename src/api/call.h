@@ -63,12 +63,13 @@ int ct_call_native(const ct_call *c);
 /* The options a public ct_* call runs with: the caller's when they name an
  * algorithm; else the select layer's choice for the call (src/select: forced by
  * COLLTUNE_<OP>_ALGORITHM, else the loaded table, its non-blocking entries for a
- * call with a request), the caller's other options kept, in *chosen; else the
- * caller's (no algorithm: the library's collective). A bad environment sets
- * *err, which the call returns: what the drop-in's MPI_* calls say. */
+ * call with a request, its persistent ones for a ct_<op>_init (persistent 1)), the
+ * caller's other options kept, in *chosen; else the caller's (no algorithm: the
+ * library's collective). A bad environment sets *err, which the call returns: what
+ * the drop-in's MPI_* calls say. */
 const ct_options *ct_call_public_options(const ct_call *c, const ct_vargs *v,
                                          const ct_options *opts, int thread_running,
-                                         ct_options *chosen, int *err);
+                                         int persistent, ct_options *chosen, int *err);
 
 /* The same three for any operation, with its arrays (v NULL: none). Where the
  * ranks of a call cannot all know the same size (gatherv, scatterv, alltoallv:

@@ -25,7 +25,7 @@ void ct_options_init(ct_options *opts)
 
 const ct_options *ct_call_public_options(const ct_call *c, const ct_vargs *v,
                                          const ct_options *opts, int thread_running,
-                                         ct_options *chosen, int *err)
+                                         int persistent, ct_options *chosen, int *err)
 {
     *err = MPI_SUCCESS;
     if (opts && opts->algorithm && opts->algorithm[0])
@@ -34,7 +34,10 @@ const ct_options *ct_call_public_options(const ct_call *c, const ct_vargs *v,
     if (c->comm == MPI_COMM_NULL || PMPI_Comm_test_inter(c->comm, &inter) != MPI_SUCCESS ||
         inter || PMPI_Comm_size(c->comm, &size) != MPI_SUCCESS)
         return opts; /* the engine says what is wrong, or leaves it to MPI */
-    ct_select_query q = {c->coll, c->request ? CT_FORM_NONBLOCKING : CT_FORM_BLOCKING,
+    ct_select_query q = {c->coll,
+                         persistent   ? CT_FORM_PERSISTENT
+                         : c->request ? CT_FORM_NONBLOCKING
+                                      : CT_FORM_BLOCKING,
                          c->comm, size, c->op, ct_call_bytes_v(c, v), ct_call_same_size_v(c->coll),
                          thread_running};
     ct_choice choice;

@@ -124,8 +124,10 @@ int ct_setup_reduction_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct
 /* Where colltune does not run the call: the library's own collective
  * (CT_REJECT_NATIVE), or nothing run and *go = -1 for the caller to start it
  * (CT_REJECT_REPORT: the persistent forms, whose native call takes an info). */
-static int not_ours(const ct_call *c, const ct_vargs *v, int native_on_reject, int *go)
+static int not_ours(const ct_call *c, const ct_vargs *v, int native_on_reject, int *go,
+                    ct_native_why why)
 {
+    ct_select_refused(why); /* the drop-in's finalize summary says why */
     if (native_on_reject == CT_REJECT_REPORT) {
         *go = -1;
         return MPI_SUCCESS;
@@ -151,6 +153,7 @@ typedef struct prep {
     const ct_vargs *v;
     const ct_options *opts;
     int native_on_reject, *go, rc;
+    ct_native_why why;                 /* a refusal's reason, for the summary */
     const char *cname;
     int size, rank, inter, commutative;
     const ct_registry_entry *e;        /* the algorithm */
@@ -167,7 +170,7 @@ typedef struct prep {
 static int decline(prep *q, int cls, const char *fmt, ...)
 {
     if (q->native_on_reject) {
-        q->rc = not_ours(q->c, q->v, q->native_on_reject, q->go);
+        q->rc = not_ours(q->c, q->v, q->native_on_reject, q->go, q->why);
         return 0;
     }
     char msg[MPI_MAX_ERROR_STRING];
@@ -196,7 +199,7 @@ static int check_call(prep *q)
         return decline(q, MPI_ERR_COMM, "%s on MPI_COMM_NULL", q->cname);
     if ((q->rc = PMPI_Comm_test_inter(c->comm, &q->inter)) != MPI_SUCCESS) {
         if (q->native_on_reject)
-            q->rc = not_ours(c, q->v, q->native_on_reject, q->go);
+            q->rc = not_ours(c, q->v, q->native_on_reject, q->go, CT_WHY_ARGS);
         return 0;
     }
     PMPI_Comm_size(c->comm, &q->size);
@@ -221,15 +224,18 @@ static int resolve_algorithm(prep *q)
         return decline(q, MPI_ERR_ARG, "segment size must be > 0 (got %lld)", o->segsize);
     if (o && (o->radix < 0 || o->radix == 1))
         return decline(q, MPI_ERR_ARG, "radix must be >= 2 (got %d)", o->radix);
+    q->why = CT_WHY_NONCOMMUTATIVE;
     if (!q->commutative && (e->info.flags & CT_ALG_NEEDS_COMMUTE))
         return decline(q, MPI_ERR_OP,
                        "%s algorithm '%s' needs a commutative operation; use one that keeps "
                        "rank order", cname, e->info.name);
+    q->why = CT_WHY_ARGS;
     if (e->info.flags & CT_ALG_HIERARCHICAL) {
         char msg[200];
         if (ct_hier_parts(q->c->coll, o ? o->intra : NULL, o ? o->inter : NULL, &q->intra,
                           &q->inter_part, &q->part_flags, msg, sizeof msg))
             return decline(q, MPI_ERR_ARG, "%s", msg);
+        q->why = CT_WHY_NONCOMMUTATIVE;
         if (!q->commutative && (q->part_flags & CT_ALG_NEEDS_COMMUTE))
             return decline(q, MPI_ERR_OP,
                            "%s/hier with parts %s (intra) and %s (inter) needs a commutative "
@@ -241,7 +247,7 @@ static int resolve_algorithm(prep *q)
         q->rc = not_ours(q->c, q->v,
                          q->native_on_reject == CT_REJECT_REPORT ? CT_REJECT_REPORT
                                                                  : CT_REJECT_NATIVE,
-                         q->go);
+                         q->go, q->inter ? CT_WHY_INTER : CT_WHY_TABLE_NATIVE);
         return 0;
     }
     return 1;
@@ -250,9 +256,11 @@ static int resolve_algorithm(prep *q)
 /* Step 3: what the call's form allows. */
 static int check_form(prep *q)
 {
+    q->why = CT_WHY_ARGS;
     if (!q->c->request)
         return 1;
     const ct_registry_entry *e = q->e;
+    q->why = CT_WHY_FORM;
     /* An algorithm that broadcasts the root's counts first, a blocking exchange, cannot
      * start a non-blocking or persistent call. */
     if (e->info.flags & CT_ALG_ALL_COUNTS)
@@ -269,6 +277,7 @@ static int check_form(prep *q)
         return decline(q, MPI_ERR_ARG,
                        "%s algorithm '%s' runs through the node's shared segment: blocking "
                        "calls only", q->cname, e->info.name);
+    q->why = CT_WHY_ARGS;
     return 1;
 }
 
@@ -299,11 +308,13 @@ static int attach_state(prep *q)
     if (e->info.flags & CT_ALG_SHARED_MEMORY) {
         if ((rc = ct_segment_setup(st, &st->shm, 0, q->size, q->rank)) != MPI_SUCCESS)
             return fail(q, rc, "cannot set up the shared segment");
+        q->why = CT_WHY_NOT_ONE_NODE;
         if (st->shm.state < 0)
             return decline(q, MPI_ERR_ARG,
                            "%s algorithm '%s' needs every rank of the communicator on one node",
                            q->cname, e->info.name);
         q->segment = &st->shm;
+        q->why = CT_WHY_ARGS;
     }
     if (e->info.flags & CT_ALG_HIERARCHICAL) {
         if ((rc = ct_node_layout(st, q->size, q->rank)) != MPI_SUCCESS) {
@@ -322,10 +333,12 @@ static int attach_state(prep *q)
         q->p.intra = q->intra;
         q->p.inter = q->inter_part;
         if (q->part_flags & CT_ALG_SHARED_MEMORY) {
+            q->why = CT_WHY_NONCOMMUTATIVE;
             if (order_lost)
                 return decline(q, MPI_ERR_OP,
                                "%s/hier with the shm intra part needs a commutative operation "
                                "when nodes interleave ranks", q->cname);
+            q->why = CT_WHY_ARGS;
             if ((rc = ct_segment_setup(st, &st->node_shm, st->node_of[q->rank], q->size,
                                        q->rank)) != MPI_SUCCESS) {
                 q->rc = ct_raise_error(c->comm, rc,
@@ -405,7 +418,7 @@ static int build_job(prep *q, ct_job *job, const char **ran)
      * call to the library as it does for any algorithm that cannot serve it. */
     if (rc == MPI_ERR_INTERN && q->segment && q->native_on_reject) {
         *ran = "native";
-        q->rc = not_ours(c, q->v, q->native_on_reject, q->go);
+        q->rc = not_ours(c, q->v, q->native_on_reject, q->go, CT_WHY_SHM_ELEMENT);
         return 0;
     }
     if (rc != MPI_SUCCESS)
@@ -419,7 +432,8 @@ int ct_call_prepare(const ct_call *c, const ct_vargs *v, const ct_options *opts,
                     int native_on_reject, ct_job *job, int *go, const char **ran)
 {
     prep q = {.c = c, .v = v, .opts = opts, .native_on_reject = native_on_reject, .go = go,
-              .rc = MPI_SUCCESS, .cname = ct_coll_name(c->coll), .commutative = 1};
+              .rc = MPI_SUCCESS, .why = CT_WHY_ARGS, .cname = ct_coll_name(c->coll),
+              .commutative = 1};
     *ran = "native";
     *go = 0;
     if (!check_call(&q) || !resolve_algorithm(&q) || !check_form(&q) || !attach_state(&q) ||

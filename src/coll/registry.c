@@ -230,6 +230,12 @@ const ct_algorithm_info *ct_algorithm_get(int i)
     return (i >= 0 && i < NENTRIES) ? &table[i].info : NULL;
 }
 
+int ct_registry_index(const ct_algorithm_info *info)
+{
+    /* info is the first member of an entry of table[] (the registry hands out no other). */
+    return (int)((const ct_registry_entry *)(const void *)info - table);
+}
+
 const ct_registry_entry *ct_registry_find(ct_coll coll, const char *name)
 {
     if (!name)
@@ -310,12 +316,14 @@ static void build_registry_json(void)
             buf + used, sizeof registry_json - used,
             "%s{\"coll\":\"%s\",\"name\":\"%s\",\"segmentable\":%s,\"needs_commutative\":%s,"
             "\"takes_radix\":%s,\"native\":%s,\"hierarchical\":%s,\"shared_memory\":%s,"
-            "\"default_segsize\":%lld,"
+            "\"blocking_only\":%s,\"default_segsize\":%lld,"
             "\"summary\":\"%s\"}",
             i ? "," : "", coll_names[a->coll], a->name, (a->flags & SEG) ? "true" : "false",
             (a->flags & COMM) ? "true" : "false", (a->flags & RADIX) ? "true" : "false",
             (a->flags & NATIVE) ? "true" : "false", (a->flags & HIER) ? "true" : "false",
             (a->flags & SHM) ? "true" : "false",
+            /* what the engine refuses in a non-blocking or persistent call (check_form) */
+            (a->flags & (SHM | CT_ALG_ALL_COUNTS)) ? "true" : "false",
             a->default_segsize, a->summary);
     }
     if (used < sizeof registry_json)

@@ -12,6 +12,10 @@ typedef struct ct_registry_entry {
 
 const ct_registry_entry *ct_registry_find(ct_coll coll, const char *name);
 
+/* The position of a registry entry's info among ct_algorithm_get's (0 ..
+ * ct_algorithm_count() - 1), in constant time: counters indexed per algorithm. */
+int ct_registry_index(const ct_algorithm_info *info);
+
 /* Generates the schedule of p->rank for algorithm alg of collective p->coll.
  * Returns 0, or -1 when the algorithm does not exist or is native. (Declared with
  * the registry that defines it: the schedule layer below knows no algorithm.) */

@@ -499,7 +499,7 @@ int MPI_Allgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype send
     if (!fits) {
         free(rc);
         free(rd);
-        ct_dropin_count_native(CT_ALLGATHERV, 0);
+        ct_dropin_count_native(CT_ALLGATHERV, comm, "MPI_Allgatherv_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_ALLGATHERV, CT_PROF_BLOCKING, comm, NULL, PMPI_Allgatherv_c(sendbuf,
                                                                                            sendcount,
                                                                                            sendtype,
@@ -519,7 +519,7 @@ int MPI_Iallgatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sen
                       void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[],
                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    ct_dropin_count_native(CT_ALLGATHERV, 0);
+    ct_dropin_count_native(CT_ALLGATHERV, comm, "MPI_Iallgatherv_c", CT_WHY_FORM);
     CT_DROPIN_LIBRARY_C(CT_ALLGATHERV, CT_PROF_NONBLOCKING, comm, request, PMPI_Iallgatherv_c(sendbuf,
                                                                                               sendcount,
                                                                                               sendtype,
@@ -547,7 +547,7 @@ int MPI_Alltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
         free(sd);
         free(rc);
         free(rd);
-        ct_dropin_count_native(CT_ALLTOALLV, 0);
+        ct_dropin_count_native(CT_ALLTOALLV, comm, "MPI_Alltoallv_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_ALLTOALLV, CT_PROF_BLOCKING, comm, NULL, PMPI_Alltoallv_c(sendbuf,
                                                                                          sendcounts,
                                                                                          sdispls,
@@ -571,7 +571,7 @@ int MPI_Ialltoallv_c(const void *sendbuf, const MPI_Count sendcounts[], const MP
                      const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                      MPI_Request *request)
 {
-    ct_dropin_count_native(CT_ALLTOALLV, 0);
+    ct_dropin_count_native(CT_ALLTOALLV, comm, "MPI_Ialltoallv_c", CT_WHY_FORM);
     CT_DROPIN_LIBRARY_C(CT_ALLTOALLV, CT_PROF_NONBLOCKING, comm, request, PMPI_Ialltoallv_c(sendbuf,
                                                                                             sendcounts,
                                                                                             sdispls,
@@ -596,7 +596,7 @@ int MPI_Gatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
     if (!fits) {
         free(rc);
         free(rd);
-        ct_dropin_count_native(CT_GATHERV, 0);
+        ct_dropin_count_native(CT_GATHERV, comm, "MPI_Gatherv_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_GATHERV, CT_PROF_BLOCKING, comm, NULL, PMPI_Gatherv_c(sendbuf,
                                                                                      sendcount,
                                                                                      sendtype,
@@ -616,7 +616,7 @@ int MPI_Igatherv_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendty
                    const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype,
                    int root, MPI_Comm comm, MPI_Request *request)
 {
-    ct_dropin_count_native(CT_GATHERV, 0);
+    ct_dropin_count_native(CT_GATHERV, comm, "MPI_Igatherv_c", CT_WHY_FORM);
     CT_DROPIN_LIBRARY_C(CT_GATHERV, CT_PROF_NONBLOCKING, comm, request, PMPI_Igatherv_c(sendbuf,
                                                                                         sendcount,
                                                                                         sendtype,
@@ -640,7 +640,7 @@ int MPI_Scatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI_
     if (!fits) {
         free(sc);
         free(sd);
-        ct_dropin_count_native(CT_SCATTERV, 0);
+        ct_dropin_count_native(CT_SCATTERV, comm, "MPI_Scatterv_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_SCATTERV, CT_PROF_BLOCKING, comm, NULL, PMPI_Scatterv_c(sendbuf,
                                                                                        sendcounts,
                                                                                        displs,
@@ -660,7 +660,7 @@ int MPI_Iscatterv_c(const void *sendbuf, const MPI_Count sendcounts[], const MPI
                     MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount,
                     MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    ct_dropin_count_native(CT_SCATTERV, 0);
+    ct_dropin_count_native(CT_SCATTERV, comm, "MPI_Iscatterv_c", CT_WHY_FORM);
     CT_DROPIN_LIBRARY_C(CT_SCATTERV, CT_PROF_NONBLOCKING, comm, request, PMPI_Iscatterv_c(sendbuf,
                                                                                           sendcounts,
                                                                                           displs,
@@ -677,7 +677,7 @@ int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count rec
                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
     if (!CT_FITS_INT(recvcount)) {
-        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, 0);
+        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, comm, "MPI_Reduce_scatter_block_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_REDUCE_SCATTER_BLOCK, CT_PROF_BLOCKING, comm, NULL, PMPI_Reduce_scatter_block_c(sendbuf,
                                                                                                                recvbuf,
                                                                                                                recvcount,
@@ -693,7 +693,7 @@ int MPI_Ireduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count re
                                 MPI_Request *request)
 {
     if (!CT_FITS_INT(recvcount)) {
-        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, 0);
+        ct_dropin_count_native(CT_REDUCE_SCATTER_BLOCK, comm, "MPI_Ireduce_scatter_block_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_REDUCE_SCATTER_BLOCK, CT_PROF_NONBLOCKING, comm, request, PMPI_Ireduce_scatter_block_c(sendbuf,
                                                                                                                       recvbuf,
                                                                                                                       recvcount,
@@ -712,7 +712,7 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count rec
     int fits = n && !ct_dropin_counts_to_int(recvcounts, n, &rc);
     if (!fits) {
         free(rc);
-        ct_dropin_count_native(CT_REDUCE_SCATTER, 0);
+        ct_dropin_count_native(CT_REDUCE_SCATTER, comm, "MPI_Reduce_scatter_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_REDUCE_SCATTER, CT_PROF_BLOCKING, comm, NULL, PMPI_Reduce_scatter_c(sendbuf,
                                                                                                    recvbuf,
                                                                                                    recvcounts,
@@ -728,7 +728,7 @@ int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count rec
 int MPI_Ireduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    ct_dropin_count_native(CT_REDUCE_SCATTER, 0);
+    ct_dropin_count_native(CT_REDUCE_SCATTER, comm, "MPI_Ireduce_scatter_c", CT_WHY_FORM);
     CT_DROPIN_LIBRARY_C(CT_REDUCE_SCATTER, CT_PROF_NONBLOCKING, comm, request, PMPI_Ireduce_scatter_c(sendbuf,
                                                                                                       recvbuf,
                                                                                                       recvcounts,
@@ -742,7 +742,7 @@ int MPI_Scan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype
                MPI_Op op, MPI_Comm comm)
 {
     if (!CT_FITS_INT(count)) {
-        ct_dropin_count_native(CT_SCAN, 0);
+        ct_dropin_count_native(CT_SCAN, comm, "MPI_Scan_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_SCAN, CT_PROF_BLOCKING, comm, NULL, PMPI_Scan_c(sendbuf, recvbuf,
                                                                                count, datatype, op,
                                                                                comm));
@@ -754,7 +754,7 @@ int MPI_Iscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatyp
                 MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     if (!CT_FITS_INT(count)) {
-        ct_dropin_count_native(CT_SCAN, 0);
+        ct_dropin_count_native(CT_SCAN, comm, "MPI_Iscan_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_SCAN, CT_PROF_NONBLOCKING, comm, request, PMPI_Iscan_c(sendbuf,
                                                                                       recvbuf,
                                                                                       count,
@@ -769,7 +769,7 @@ int MPI_Exscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Dataty
                  MPI_Op op, MPI_Comm comm)
 {
     if (!CT_FITS_INT(count)) {
-        ct_dropin_count_native(CT_EXSCAN, 0);
+        ct_dropin_count_native(CT_EXSCAN, comm, "MPI_Exscan_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_EXSCAN, CT_PROF_BLOCKING, comm, NULL, PMPI_Exscan_c(sendbuf, recvbuf,
                                                                                    count, datatype,
                                                                                    op, comm));
@@ -781,7 +781,7 @@ int MPI_Iexscan_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datat
                   MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
     if (!CT_FITS_INT(count)) {
-        ct_dropin_count_native(CT_EXSCAN, 0);
+        ct_dropin_count_native(CT_EXSCAN, comm, "MPI_Iexscan_c", CT_WHY_LARGE_COUNT);
         CT_DROPIN_LIBRARY_C(CT_EXSCAN, CT_PROF_NONBLOCKING, comm, request, PMPI_Iexscan_c(sendbuf,
                                                                                           recvbuf,
                                                                                           count,

@@ -3,15 +3,54 @@
 
 #include <limits.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "monitor/monitor.h"
 
 
-void ct_dropin_count_native(ct_coll coll, long long bytes)
+void ct_dropin_count_native(ct_coll coll, MPI_Comm comm, const char *call, ct_native_why why)
 {
+    ct_select_count_native(coll, why);
     if (ct_monitor_level)
-        ct_monitor_native(coll, bytes);
+        ct_monitor_native(coll, 0);
+    if (ct_select_log_level() < CT_LOG_DEBUG)
+        return;
+    int rank = -1, size = 0;
+    if (comm != MPI_COMM_NULL) {
+        PMPI_Comm_rank(comm, &rank);
+        PMPI_Comm_size(comm, &size);
+    }
+    char line[200];
+    int n = snprintf(line, sizeof line, "colltune: rank %d/%d %s 0 bytes -> native (%s)\n", rank,
+                     size, call, ct_select_why_text(why));
+    if (n > 0 && n < (int)sizeof line) {
+        ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
+        (void)w;
+    }
+}
+
+ct_native_why ct_dropin_outcome(ct_coll coll, int native, const ct_choice *choice,
+                                const char *ran, const ct_options *opts)
+{
+    if (native) {
+        ct_select_count_native(coll, choice->why);
+        return choice->why;
+    }
+    /* ran is the registry's own string of the algorithm that ran (the engine finds the one
+     * it was given by address): the same pointer as the choice's name on the common path,
+     * and a string compare only otherwise. */
+    if (!choice->algorithm ||
+        (ran != choice->algorithm->name && strcmp(ran, "native") == 0)) {
+        ct_native_why why = ct_select_take_refusal();
+        ct_select_count_native(coll, why);
+        return why;
+    }
+    ct_select_count_served(coll, choice->algorithm,
+                           opts->has_segsize && (choice->algorithm->flags & CT_ALG_SEGMENTABLE),
+                           opts->segsize);
+    return CT_NWHY;
 }
 
 /* dropin.h */

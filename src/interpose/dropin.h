@@ -16,12 +16,21 @@
 #define CT_DROPIN_HIDDEN __attribute__((visibility("hidden")))
 
 /* Fills opts for c (bytes: ct_call_bytes_v) with the select layer's choice
- * (src/select/select.h: forced > table > native) for the call's form; 0 to run
- * colltune, 1 for the library. A bad environment (an unknown forced algorithm, a
- * bad segment size) sets *err, which the call must return: the same message for
- * every form of the operation. */
+ * (src/select/select.h: forced > table > native) for the call's form, and *choice with
+ * it (the algorithm's registry entry, or why native); 0 to run colltune, 1 for the
+ * library. A bad environment (an unknown forced algorithm, a bad segment size) sets
+ * *err, which the call must return: the same message for every form of the operation. */
 CT_DROPIN_HIDDEN int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form,
-                                      long long bytes, ct_options *opts, int *err);
+                                      long long bytes, ct_options *opts, ct_choice *choice,
+                                      int *err);
+
+/* A call's outcome, counted once for the finalize summary (src/select/summary.c):
+ * served by the algorithm that ran (ran, with opts' segment size), or native, why:
+ * choice->why when the select layer said native (native 1), else the engine's refusal.
+ * Returns why a native call went native (for the debug line). */
+CT_DROPIN_HIDDEN ct_native_why ct_dropin_outcome(ct_coll coll, int native,
+                                                 const ct_choice *choice, const char *ran,
+                                                 const ct_options *opts);
 
 /* The dispatchers the generated entry points (bindings.c, from collectives.def) hand
  * their calls to: ct_dropin_intercept (pmpi.c) chooses and runs a blocking or
@@ -30,8 +39,12 @@ CT_DROPIN_HIDDEN int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_fo
 CT_DROPIN_HIDDEN int ct_dropin_intercept(const ct_call *c);
 CT_DROPIN_HIDDEN int ct_dropin_intercept_v(const ct_call *c, const ct_vargs *v);
 
-/* A call left to the library: counted by the monitor as a native call. */
-CT_DROPIN_HIDDEN void ct_dropin_count_native(ct_coll coll, long long bytes);
+/* A _c call left to the library (call: its MPI name, "MPI_Allgatherv_c"; why: its counts
+ * do not fit an int, or a non-blocking v-form whose int copies of the arrays would have to
+ * outlive the call): counted by the monitor as a native call and by the finalize summary,
+ * and logged under COLLTUNE_LOG=debug (its size unknown: 0 bytes). */
+CT_DROPIN_HIDDEN void ct_dropin_count_native(ct_coll coll, MPI_Comm comm, const char *call,
+                                             ct_native_why why);
 
 /* The profile (src/monitor/profile.h, COLLTUNE_PROFILE=on) of a call of c that ran
  * `ran` (with options o when colltune's) in form (CT_PROF_*), started at t0 and returned

@@ -68,7 +68,7 @@
 
 /* dropin.h: every operation and call form asks the select layer (src/select). */
 int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form, long long bytes,
-                     ct_options *opts, int *err)
+                     ct_options *opts, ct_choice *choice, int *err)
 {
     (void)v;
     int size = 0; /* the callers sent inter-communicators to the library already */
@@ -81,15 +81,14 @@ int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form, long lon
         ct_progress_query(&info);
         q.thread_running = info.running;
     }
-    ct_choice choice;
-    int native = ct_select(&q, &choice, err);
+    int native = ct_select(&q, choice, err);
     if (!native)
-        ct_choice_options(&choice, opts);
+        ct_choice_options(choice, opts);
     return native;
 }
 
 static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *ran,
-                     const ct_options *opts, int nonblocking)
+                     const ct_options *opts, int nonblocking, ct_native_why why)
 {
     if (ct_select_log_level() < CT_LOG_DEBUG)
         return;
@@ -112,6 +111,8 @@ static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *r
     int segmented = info && (info->flags & CT_ALG_SEGMENTABLE) && opts->has_segsize;
     if (segmented && n > 0 && n < (int)sizeof line)
         n += snprintf(line + n, sizeof line - (size_t)n, " segsize %lld", opts->segsize);
+    if (native && why != CT_NWHY && n > 0 && n < (int)sizeof line) /* the summary's reason */
+        n += snprintf(line + n, sizeof line - (size_t)n, " (%s)", ct_select_why_text(why));
     if (n > 0 && n < (int)sizeof line - 1) {
         line[n++] = '\n';
         ssize_t w = write(2, line, (size_t)n);
@@ -129,17 +130,21 @@ static int is_inter(MPI_Comm comm)
  * neither the monitor nor the debug log wants the call seen. Such a call goes to the
  * library at once: a program that preloads the drop-in and keeps native pays no lookup
  * (issue 36: 15-50% at 8 B before). */
-static int left_alone(ct_coll coll)
+static int left_alone(ct_coll coll, int *counted)
 {
-    return !ct_select_may_serve(coll) && !ct_monitor_level &&
-           ct_select_log_level() < CT_LOG_DEBUG;
+    int may = ct_select_may_serve(coll);
+    *counted = may < 0; /* another operation's algorithm is forced: the summary counts it */
+    return may <= 0 && !ct_monitor_level && ct_select_log_level() < CT_LOG_DEBUG;
 }
 
 /* dropin.h */
 int ct_dropin_intercept(const ct_call *c)
 {
     ct_nbc_poll_orphans();
-    if (left_alone(c->coll)) {
+    int counted;
+    if (left_alone(c->coll, &counted)) {
+        if (counted)
+            ct_select_count_native(c->coll, CT_WHY_NOT_CHOSEN);
         if (!ct_profile_on)
             return ct_call_native(c);
         /* native whatever the choice: timed without asking the select layer */
@@ -150,11 +155,12 @@ int ct_dropin_intercept(const ct_call *c)
         return rc;
     }
     ct_options o;
+    ct_choice choice = {.why = CT_WHY_INTER};
     int err = MPI_SUCCESS;
     long long bytes = ct_call_bytes(c);
     int native = is_inter(c->comm) ||
                  ct_dropin_choose(c, NULL, c->request ? CT_FORM_NONBLOCKING : CT_FORM_BLOCKING,
-                                  bytes, &o, &err);
+                                  bytes, &o, &choice, &err);
     if (err != MPI_SUCCESS)
         return err;
     const char *ran = "native";
@@ -180,7 +186,8 @@ int ct_dropin_intercept(const ct_call *c)
         if (!strcmp(ran, "native"))
             ct_monitor_native(c->coll, bytes);
     }
-    log_call(c->coll, c->comm, bytes, ran, &o, c->request != NULL);
+    ct_native_why why = ct_dropin_outcome(c->coll, native, &choice, ran, &o);
+    log_call(c->coll, c->comm, bytes, ran, &o, c->request != NULL, why);
     return rc;
 }
 
@@ -699,6 +706,21 @@ static void start_progress(progress_mode mode)
         ct_progress_start_on_free_core(MPI_COMM_WORLD);
 }
 
+/* After MPI's start: an unknown COLLTUNE_LOG stops the program with one line (rank 0's,
+ * out before any rank aborts), not a run at a log level the user did not ask for. */
+static void check_log_setting(void)
+{
+    const char *problem = ct_select_log_problem();
+    if (!problem)
+        return;
+    int rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0)
+        fprintf(stderr, "%s\n", problem);
+    PMPI_Barrier(MPI_COMM_WORLD);
+    PMPI_Abort(MPI_COMM_WORLD, 2);
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
     progress_mode mode = progress_wanted();
@@ -706,6 +728,7 @@ int MPI_Init(int *argc, char ***argv)
     int rc = level != MPI_THREAD_SINGLE ? PMPI_Init_thread(argc, argv, level, &provided)
                                         : PMPI_Init(argc, argv);
     if (rc == MPI_SUCCESS) {
+        check_log_setting();
         start_progress(mode);
         ct_monitor_init();
     }
@@ -717,6 +740,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     progress_mode mode = progress_wanted();
     int rc = PMPI_Init_thread(argc, argv, thread_level(mode, required), provided);
     if (rc == MPI_SUCCESS) {
+        check_log_setting();
         start_progress(mode);
         ct_monitor_init();
     }
@@ -725,6 +749,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 int MPI_Finalize(void)
 {
+    ct_select_summary(); /* rank 0: what served its calls (a table or forced algorithm) */
     ct_nbc_drain(); /* collectives freed in flight (MPI_Request_free) end first */
     ct_progress_stop();
     ct_nbc_reap();

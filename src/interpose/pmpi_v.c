@@ -47,7 +47,8 @@
 #include "nbc/nbc.h"
 #include "select/select.h"
 
-static void log_call(const ct_call *c, long long bytes, const char *ran)
+static void log_call(const ct_call *c, long long bytes, const char *ran, const ct_choice *choice,
+                     const ct_options *o, ct_native_why why)
 {
     if (ct_select_log_level() < CT_LOG_DEBUG)
         return;
@@ -57,9 +58,18 @@ static void log_call(const ct_call *c, long long bytes, const char *ran)
         PMPI_Comm_size(c->comm, &size);
     }
     char line[256];
-    int n = snprintf(line, sizeof line, "colltune: rank %d/%d MPI_%s%s %lld bytes -> %s\n",
-                     rank, size, c->request ? "I" : "",
-                     c->request ? ct_coll_name(c->coll) : ct_select_mpi_name(c->coll), bytes, ran);
+    int native = strcmp(ran, "native") == 0;
+    char seg[40] = ""; /* a segmented algorithm's segment size, as pmpi.c says it */
+    if (!native && choice->algorithm && (choice->algorithm->flags & CT_ALG_SEGMENTABLE) &&
+        o->has_segsize)
+        snprintf(seg, sizeof seg, " segsize %lld", o->segsize);
+    native = native && why != CT_NWHY;
+    int n = snprintf(line, sizeof line,
+                     "colltune: rank %d/%d MPI_%s%s %lld bytes -> %s%s%s%s%s\n", rank, size,
+                     c->request ? "I" : "",
+                     c->request ? ct_coll_name(c->coll) : ct_select_mpi_name(c->coll), bytes, ran,
+                     seg, native ? " (" : "", native ? ct_select_why_text(why) : "",
+                     native ? ")" : "");
     if (n > 0 && n < (int)sizeof line) {
         ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
         (void)w;
@@ -70,12 +80,13 @@ static void log_call(const ct_call *c, long long bytes, const char *ran)
 int ct_dropin_intercept_v(const ct_call *c, const ct_vargs *v)
 {
     ct_options o;
+    ct_choice choice = {.why = CT_WHY_INTER};
     int err = MPI_SUCCESS, inter = 0;
     long long bytes = ct_call_bytes_v(c, v);
     int native = (c->comm != MPI_COMM_NULL &&
                   PMPI_Comm_test_inter(c->comm, &inter) == MPI_SUCCESS && inter) ||
                  ct_dropin_choose(c, v, c->request ? CT_FORM_NONBLOCKING : CT_FORM_BLOCKING,
-                                  bytes, &o, &err);
+                                  bytes, &o, &choice, &err);
     if (err != MPI_SUCCESS)
         return err;
     const char *ran = "native";
@@ -97,7 +108,7 @@ int ct_dropin_intercept_v(const ct_call *c, const ct_vargs *v)
         if (!strcmp(ran, "native"))
             ct_monitor_native(c->coll, bytes);
     }
-    log_call(c, bytes, ran);
+    log_call(c, bytes, ran, &choice, &o, ct_dropin_outcome(c->coll, native, &choice, ran, &o));
     return rc;
 }
 

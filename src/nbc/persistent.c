@@ -156,3 +156,17 @@ ct_coll ct_plan_coll(const ct_plan *p)
 {
     return p->coll;
 }
+
+/* colltune.h: the public API's MPI_Start and MPI_Request_free for ct_X_init's requests
+ * (the drop-in's MPI_Start and MPI_Request_free do the same for MPI_X_init's). */
+int ct_start(MPI_Request *request)
+{
+    ct_plan *p = request ? ct_plan_find(*request) : NULL;
+    return p ? ct_plan_start(p) : PMPI_Start(request);
+}
+
+int ct_request_free(MPI_Request *request)
+{
+    ct_plan *p = request ? ct_plan_find(*request) : NULL;
+    return p ? ct_plan_free(p, request) : PMPI_Request_free(request);
+}

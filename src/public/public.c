@@ -18,7 +18,7 @@ static int run_public(const ct_call *c, const ct_options *opts)
     const char *ran;
     ct_options chosen;
     int err;
-    opts = ct_call_public_options(c, NULL, opts, 0, &chosen, &err);
+    opts = ct_call_public_options(c, NULL, opts, 0, 0, &chosen, &err);
     return err != MPI_SUCCESS ? err : ct_call_run(c, opts, 0, &ran);
 }
 
@@ -27,7 +27,7 @@ static int run_public_v(const ct_call *c, const ct_vargs *v, const ct_options *o
     const char *ran;
     ct_options chosen;
     int err;
-    opts = ct_call_public_options(c, v, opts, 0, &chosen, &err);
+    opts = ct_call_public_options(c, v, opts, 0, 0, &chosen, &err);
     return err != MPI_SUCCESS ? err : ct_call_run_v(c, v, opts, 0, &ran);
 }
 
@@ -41,8 +41,33 @@ static int start_public(const ct_call *c, const ct_vargs *v, const ct_options *o
     ct_progress_query(&info);
     ct_options chosen;
     int err;
-    opts = ct_call_public_options(c, v, opts, info.running, &chosen, &err);
+    opts = ct_call_public_options(c, v, opts, info.running, 0, &chosen, &err);
     return err != MPI_SUCCESS ? err : ct_nbc_start(c, v, opts, 0, &ran);
+}
+
+/* The persistent form: the plan made once (src/nbc/persistent.c), each ct_start
+ * running it. A call colltune would leave to the library (native chosen, an
+ * inter-communicator, arguments it refuses) is refused with a message: MPI's own
+ * MPI_X_init is the program's to call. */
+static int init_public(const ct_call *c, const ct_vargs *v, const ct_options *opts)
+{
+    const char *ran;
+    if (!c->request)
+        return ct_raise_error(c->comm, MPI_ERR_REQUEST, "%s: no request to return",
+                              ct_coll_name(c->coll));
+    ct_progress_info info;
+    ct_progress_query(&info);
+    ct_options chosen;
+    int err, go;
+    opts = ct_call_public_options(c, v, opts, info.running, 1, &chosen, &err);
+    if (err != MPI_SUCCESS)
+        return err;
+    int rc = ct_plan_init(c, v, opts, &go, &ran);
+    if (go == -1)
+        return ct_raise_error(c->comm, MPI_ERR_ARG, "%s_init: colltune does not run this call "
+                              "(native chosen, an inter-communicator or arguments it refuses)",
+                              ct_coll_name(c->coll));
+    return rc;
 }
 
 int ct_bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
@@ -321,4 +346,146 @@ int ct_iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
     ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
                  request};
     return start_public(&c, NULL, opts);
+}
+
+int ct_bcast_init(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+                  const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm,
+                 request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_reduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   int root, MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm,
+                 request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_allreduce_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype,
+                      MPI_Op op, MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_scatter_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                    const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, root, comm, request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_gather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                   int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
+                   const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, MPI_OP_NULL,
+                 root, comm, request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_allgather_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                      int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts,
+                      MPI_Request *request)
+{
+    ct_call c = {CT_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, 0, comm, request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_alltoall_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                     int recvcount, MPI_Datatype recvtype, MPI_Comm comm, const ct_options *opts,
+                     MPI_Request *request)
+{
+    ct_call c = {CT_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                 MPI_OP_NULL, 0, comm, request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_barrier_init(MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, 0,
+                 comm, request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_allgatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                       const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                       MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, 0,
+                 comm, request};
+    ct_vargs v = {NULL, NULL, recvcounts, displs};
+    return init_public(&c, &v, opts);
+}
+
+int ct_alltoallv_init(const void *sendbuf, const int sendcounts[], const int sdispls[],
+                      MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
+                      const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
+                      const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_ALLTOALLV, sendbuf, 0, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, 0, comm,
+                 request};
+    ct_vargs v = {sendcounts, sdispls, recvcounts, rdispls};
+    return init_public(&c, &v, opts);
+}
+
+int ct_gatherv_init(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                    MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, root,
+                 comm, request};
+    ct_vargs v = {NULL, NULL, recvcounts, displs};
+    return init_public(&c, &v, opts);
+}
+
+int ct_scatterv_init(const void *sendbuf, const int sendcounts[], const int displs[],
+                     MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                     int root, MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_SCATTERV, sendbuf, 0, sendtype, recvbuf, recvcount, recvtype, MPI_OP_NULL, root,
+                 comm, request};
+    ct_vargs v = {sendcounts, displs, NULL, NULL};
+    return init_public(&c, &v, opts);
+}
+
+int ct_reduce_scatter_block_init(const void *sendbuf, void *recvbuf, int recvcount,
+                                 MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                 const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
+                 datatype, op, 0, comm, request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_reduce_scatter_init(const void *sendbuf, void *recvbuf, const int recvcounts[],
+                           MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, const ct_options *opts,
+                           MPI_Request *request)
+{
+    ct_call c = {CT_REDUCE_SCATTER, sendbuf, 0, datatype, recvbuf, 0, datatype, op, 0, comm,
+                 request};
+    ct_vargs v = {NULL, NULL, recvcounts, NULL};
+    return init_public(&c, &v, opts);
+}
+
+int ct_scan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                 MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, request};
+    return init_public(&c, NULL, opts);
+}
+
+int ct_exscan_init(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+                   MPI_Comm comm, const ct_options *opts, MPI_Request *request)
+{
+    ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
+                 request};
+    return init_public(&c, NULL, opts);
 }

@@ -22,6 +22,8 @@ static struct {
     int split;                  /* COLLTUNE_SPLIT, or CT_SPLIT_AUTO */
     int split_given;            /* it overrides the table's split level */
     int log;                    /* CT_LOG_* */
+    const char *log_text;       /* COLLTUNE_LOG when it is none of the allowed values */
+    int any_forced;             /* some COLLTUNE_<OP>_ALGORITHM is set */
 } env = {.split = CT_SPLIT_AUTO};
 
 /* COLLTUNE_SEGSIZE: bytes, with the units `colltune bench --segsize` takes (B, K/KiB,
@@ -67,6 +69,7 @@ static void read_env(void)
         const char *v = getenv(var);
         if (v && *v) {
             env.alg[c].text = v;
+            env.any_forced = 1;
             env.alg[c].info = ct_algorithm_find((ct_coll)c, v);
         }
     }
@@ -94,6 +97,8 @@ static void read_env(void)
               : !strcmp(log, "warn")       ? CT_LOG_WARN
               : !strcmp(log, "quiet")      ? CT_LOG_QUIET
                                            : CT_LOG_DEFAULT;
+    if (log && *log && env.log == CT_LOG_DEFAULT)
+        env.log_text = log; /* a typo (COLLTUNE_LOG=debgu) must not pass for the default */
     const char *table = getenv("COLLTUNE_TABLE");
     char why[512];
     if (table && *table && ct_table_load(table, why, sizeof why) != 0) {
@@ -266,24 +271,39 @@ int ct_select(const ct_select_query *q, ct_choice *choice, int *err)
             *err = bad_segsize(q->comm);
             return 1;
         }
-        if (refuses_op(q, f->info))
+        if (refuses_op(q, f->info)) {
+            choice->why = CT_WHY_NONCOMMUTATIVE;
             return 1;
+        }
         choice->algorithm = f->info;
         choice->has_segsize = env.segsize > 0;
         choice->segsize = env.segsize;
         return 0;
     }
-    if (!q->sizes_agree || q->comm_size <= 0 || !ct_table_loaded())
+    choice->why = ct_table_loaded() ? CT_WHY_NO_ENTRY : CT_WHY_NOT_CHOSEN;
+    if (q->comm_size <= 0 || !ct_table_loaded())
         return 1;
+    if (!q->sizes_agree) {
+        choice->why = CT_WHY_SIZES_DIFFER;
+        return 1;
+    }
     ct_table_choice t;
-    if (q->form == CT_FORM_BLOCKING
-            ? ct_table_lookup(q->coll, q->comm_size, q->bytes, &t) != 0
-            : ct_table_lookup_nonblocking(q->coll, q->comm_size, q->bytes, q->thread_running,
-                                          &t) != 0)
+    int found = q->form == CT_FORM_BLOCKING
+                    ? ct_table_lookup(q->coll, q->comm_size, q->bytes, &t)
+                : q->form == CT_FORM_NONBLOCKING
+                    ? ct_table_lookup_nonblocking(q->coll, q->comm_size, q->bytes,
+                                                  q->thread_running, &t)
+                    : ct_table_lookup_persistent(q->coll, q->comm_size, q->bytes,
+                                                 q->thread_running, &t);
+    if (found != 0) {
+        choice->why = found == CT_TABLE_NATIVE ? CT_WHY_TABLE_NATIVE : CT_WHY_NO_ENTRY;
         return 1;
+    }
     const ct_algorithm_info *info = ct_algorithm_find(q->coll, t.algorithm);
-    if (!info || (info->flags & CT_ALG_NATIVE))
+    if (!info || (info->flags & CT_ALG_NATIVE)) {
+        choice->why = CT_WHY_TABLE_NATIVE;
         return 1;
+    }
     choice->algorithm = info;
     choice->has_segsize = t.segsize > 0;
     choice->segsize = t.segsize;
@@ -305,7 +325,7 @@ void ct_choice_options(const ct_choice *choice, ct_options *opts)
 int ct_select_may_serve(ct_coll coll)
 {
     env_read();
-    return env.alg[coll].text || ct_table_loaded();
+    return env.alg[coll].text || ct_table_loaded() ? 1 : env.any_forced ? -1 : 0;
 }
 
 const ct_algorithm_info *ct_select_forced(ct_coll coll)
@@ -318,4 +338,29 @@ int ct_select_log_level(void)
 {
     env_read();
     return env.log;
+}
+
+const char *ct_select_log_problem(void)
+{
+    static char line[200];
+    env_read();
+    if (!env.log_text)
+        return NULL;
+    if (!line[0]) /* every thread writes the same bytes */
+        snprintf(line, sizeof line,
+                 "colltune: COLLTUNE_LOG='%.64s' is not a log level; allowed: quiet, warn, "
+                 "debug (or unset for the default)", env.log_text);
+    return line;
+}
+
+int ct_select_active(void)
+{
+    env_read();
+    return env.any_forced || ct_table_loaded();
+}
+
+const char *ct_select_forced_text(ct_coll coll)
+{
+    env_read();
+    return env.alg[coll].text;
 }

@@ -31,6 +31,24 @@ typedef struct ct_select_query {
     int thread_running; /* the progress thread runs (non-blocking table entries) */
 } ct_select_query;
 
+/* Why a call went to the MPI library (the finalize summary's reasons): the select
+ * layer's own (ct_select), the drop-in's (an inter-communicator, a large-count call) and
+ * the engine's refusals (ct_call_prepare, under native_on_reject). */
+typedef enum {
+    CT_WHY_NOT_CHOSEN,     /* no table loaded and no algorithm forced for the operation */
+    CT_WHY_NO_ENTRY,       /* no table entry for the operation */
+    CT_WHY_TABLE_NATIVE,   /* the table's winner there is native */
+    CT_WHY_SIZES_DIFFER,   /* gatherv, scatterv, alltoallv: no size every rank knows */
+    CT_WHY_NONCOMMUTATIVE, /* the algorithm needs a commutative op, the call's is not */
+    CT_WHY_INTER,          /* an inter-communicator */
+    CT_WHY_ARGS,           /* a datatype, op, count or argument colltune does not take */
+    CT_WHY_FORM,           /* the algorithm does not serve this form (shm non-blocking, ...) */
+    CT_WHY_SHM_ELEMENT,    /* an element larger than the shared segment's slot */
+    CT_WHY_NOT_ONE_NODE,   /* a shared-memory algorithm, ranks on several nodes */
+    CT_WHY_LARGE_COUNT,    /* a _c call whose counts do not fit an int */
+    CT_NWHY
+} ct_native_why;
+
 /* What runs the call: a registry entry, never a name to look up again. */
 typedef struct ct_choice {
     const ct_algorithm_info *algorithm; /* NULL: the library's own collective */
@@ -38,6 +56,7 @@ typedef struct ct_choice {
     long long segsize;   /* bytes, when has_segsize */
     int split;           /* the split tree's application levels, or CT_SPLIT_AUTO */
     int progress_thread; /* the table measured this choice with the progress thread */
+    ct_native_why why;   /* when ct_select answers native: why */
 } ct_choice;
 
 /* Fills *choice for q. Returns 0 when colltune runs the call, 1 when the library does
@@ -52,8 +71,10 @@ int ct_select(const ct_select_query *q, ct_choice *choice, int *err);
  * own string, which the engine finds by address), segment size, split. */
 void ct_choice_options(const ct_choice *choice, ct_options *opts);
 
-/* Whether anything of colltune's may serve coll: an algorithm forced for it or a table
- * loaded. Without either a drop-in call goes to the library before any lookup. */
+/* Whether anything of colltune's may serve coll: 1, an algorithm forced for it or a table
+ * loaded; -1, neither, but another operation's algorithm is forced (the finalize summary
+ * then counts the call, as not chosen); 0, nothing at all. Without a 1 a drop-in call goes
+ * to the library before any lookup. */
 int ct_select_may_serve(ct_coll coll);
 
 /* The valid algorithm COLLTUNE_<OP>_ALGORITHM forces for coll, or NULL. */
@@ -64,6 +85,37 @@ const ct_algorithm_info *ct_select_forced(ct_coll coll);
  * per intercepted call). */
 enum { CT_LOG_QUIET = -1, CT_LOG_DEFAULT = 0, CT_LOG_WARN = 1, CT_LOG_DEBUG = 2 };
 int ct_select_log_level(void);
+
+/* NULL, or the line that says COLLTUNE_LOG holds none of the allowed values (quiet,
+ * warn, debug, or empty for the default): the drop-in's MPI_Init stops the program with
+ * it; elsewhere the default level applies and the line is said once. */
+const char *ct_select_log_problem(void);
+
+/* ---- The finalize summary's counts (summary.c) ---------------------------------------
+ * Per operation, this process's calls served by each colltune algorithm and gone native
+ * per reason: a relaxed atomic increment a call, no lock, no allocation. The drop-in
+ * counts each call once, with its outcome (a persistent collective once, at its init). */
+void ct_select_count_served(ct_coll coll, const ct_algorithm_info *alg, int has_segsize,
+                            long long segsize);
+void ct_select_count_native(ct_coll coll, ct_native_why why);
+/* "not in the table", "non-commutative op", ...: the summary's and the debug log's words. */
+const char *ct_select_why_text(ct_native_why why);
+
+/* The engine, refusing a call it was asked to run (under native_on_reject), notes why
+ * for this thread; the drop-in takes the note (and clears it) when the call ran native. */
+void ct_select_refused(ct_native_why why);
+ct_native_why ct_select_take_refusal(void);
+
+/* At MPI_Finalize, before the library's: rank 0 of MPI_COMM_WORLD, once, writes a few
+ * lines on stderr (the table or forced algorithms in force, then per operation its calls
+ * served per algorithm and gone native per reason: rank 0's own calls) when a table or
+ * a forced algorithm is active and COLLTUNE_LOG is not quiet. */
+void ct_select_summary(void);
+
+/* Whether a table is loaded or some algorithm forced: what the summary reports on. */
+int ct_select_active(void);
+/* What COLLTUNE_<OP>_ALGORITHM says for coll (a valid name or not), or NULL. */
+const char *ct_select_forced_text(ct_coll coll);
 
 /* "Bcast", "Reduce_scatter_block", ... as in the MPI function names, and "BCAST",
  * "REDUCE_SCATTER_BLOCK", ... as in COLLTUNE_<OP>_ALGORITHM. */

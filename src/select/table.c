@@ -247,8 +247,12 @@ typedef struct choice {
     int split; /* CT_SPLIT_AUTO: the split-tree model */
 } choice;
 
+/* An entry's call form (its field `nonblocking`): blocking "bcast", non-blocking "ibcast",
+ * persistent "bcast_init". The started forms share the split level and progress fields. */
+enum { FORM_BLOCKING = 0, FORM_NONBLOCKING = 1, FORM_PERSISTENT = 2 };
+
 typedef struct entry {
-    int coll, ranks, nonblocking, progress_thread;
+    int coll, ranks, nonblocking, progress_thread; /* nonblocking: FORM_* */
     long long size;
     choice best, no_thread; /* no_thread: only for entries measured with the thread */
 } entry;
@@ -260,6 +264,8 @@ static atomic_int loaded; /* nentries, read without the lock on every call */
 /* Bumped at every load and unload: a thread's cached answer of another generation
  * is stale. */
 static atomic_int generation;
+/* What the finalize summary says of the loaded table: its file and its MPI. */
+static char loaded_path[512], loaded_mpi[160];
 
 /* The last lookup of this thread: a program calls the same collective at the same
  * size in a loop, and the scan (two logarithms an entry, under the lock) cost
@@ -387,7 +393,8 @@ static int whole_of(const jval *e, const char *key, double lo, double hi, double
     return 0;
 }
 
-/* The operation of an entry: "bcast" ..., or "ibcast" ... for the non-blocking form. */
+/* The operation of an entry: "bcast" ..., "ibcast" ... for the non-blocking form (kind
+ * FORM_NONBLOCKING), "bcast_init" ... for the persistent one (FORM_PERSISTENT). */
 static int check_op(const jval *e, int *coll, int *nonblocking, char *why, size_t len)
 {
     char names[640];
@@ -396,16 +403,24 @@ static int check_op(const jval *e, int *coll, int *nonblocking, char *why, size_
         snprintf(why, len, "op: %s", op ? "not a string" : "missing");
         return -1;
     }
-    *nonblocking = 0;
+    *nonblocking = FORM_BLOCKING;
+    size_t n = strlen(op->str);
     if ((*coll = ct_coll_from_name(op->str)) < 0 && op->str[0] == 'i' &&
         (*coll = ct_coll_from_name(op->str + 1)) >= 0)
-        *nonblocking = 1;
+        *nonblocking = FORM_NONBLOCKING;
+    if (*coll < 0 && n > 5 && n < 64 && !strcmp(op->str + n - 5, "_init")) {
+        char base[64];
+        snprintf(base, sizeof base, "%.*s", (int)(n - 5), op->str);
+        if ((*coll = ct_coll_from_name(base)) >= 0)
+            *nonblocking = FORM_PERSISTENT;
+    }
     if (*coll < 0) {
         list_names(-1, names, sizeof names);
-        int n = snprintf(why, len, "op: '%.64s' is not an operation; valid: %s", op->str, names);
-        if (n > 0 && (size_t)n < len) /* a long list of names may leave no room: then without */
-            snprintf(why + n, len - (size_t)n, ", each with an 'i' before it for the "
-                                               "non-blocking form");
+        int m = snprintf(why, len, "op: '%.64s' is not an operation; valid: %s", op->str, names);
+        if (m > 0 && (size_t)m < len) /* a long list of names may leave no room: then without */
+            snprintf(why + m, len - (size_t)m, ", each with an 'i' before it for the "
+                                               "non-blocking form or '_init' after it for "
+                                               "the persistent one");
         return -1;
     }
     return 0;
@@ -565,6 +580,8 @@ int ct_table_load(const char *path, char *why, size_t len)
                  mver);
     else
         rc = 0;
+    char mpi_text[sizeof loaded_mpi]; /* impl and mver live in doc, freed below */
+    snprintf(mpi_text, sizeof mpi_text, "%s %s", impl ? impl : "", mver ? mver : "");
     entry *es = NULL;
     int n = 0;
     if (rc == 0 && !(es = calloc((size_t)list->n + 1, sizeof *es)))
@@ -592,12 +609,22 @@ int ct_table_load(const char *path, char *why, size_t len)
     }
     ct_table_unload();
     pthread_mutex_lock(&lock);
+    snprintf(loaded_path, sizeof loaded_path, "%s", path);
+    snprintf(loaded_mpi, sizeof loaded_mpi, "%s", mpi_text);
     entries = es;
     nentries = n;
     atomic_store(&loaded, n);
     atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&lock);
     return 0;
+}
+
+void ct_table_describe(char *path, size_t path_len, char *mpi, size_t mpi_len)
+{
+    pthread_mutex_lock(&lock);
+    snprintf(path, path_len, "%s", nentries ? loaded_path : "");
+    snprintf(mpi, mpi_len, "%s", nentries ? loaded_mpi : "");
+    pthread_mutex_unlock(&lock);
 }
 
 int ct_table_loaded(void)
@@ -649,7 +676,7 @@ static const entry *nearest(ct_coll coll, int nonblocking, int comm_size, long l
 static int answer(ct_coll coll, const choice *c, int progress_thread, ct_table_choice *out)
 {
     if (!c->algorithm || !strcmp(c->algorithm, "native"))
-        return -1;
+        return CT_TABLE_NATIVE;
     const ct_algorithm_info *info = ct_algorithm_find(coll, c->algorithm);
     out->algorithm = info->name; /* the registry's storage outlives any table */
     out->segsize = c->segsize;
@@ -661,39 +688,53 @@ static int answer(ct_coll coll, const choice *c, int progress_thread, ct_table_c
 int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choice *choice)
 {
     if (!atomic_load(&loaded))
-        return -1;
+        return CT_TABLE_NO_ENTRY;
     if (cached(coll, 0, comm_size, bytes, 0, choice))
         return last_lookup.rc;
     pthread_mutex_lock(&lock);
     int gen = atomic_load(&generation);
     const entry *pick = nearest(coll, 0, comm_size, bytes);
-    int rc = pick ? answer(coll, &pick->best, 0, choice) : -1;
+    int rc = pick ? answer(coll, &pick->best, 0, choice) : CT_TABLE_NO_ENTRY;
     pthread_mutex_unlock(&lock);
     return remember(gen, coll, 0, comm_size, bytes, 0, rc, choice);
 }
 
-int ct_table_lookup_nonblocking(ct_coll coll, int comm_size, long long bytes,
-                                int thread_running, ct_table_choice *choice)
+/* A started form's lookup (kind FORM_NONBLOCKING or FORM_PERSISTENT): its own entries,
+ * else the blocking operation's. */
+static int lookup_started(int kind, ct_coll coll, int comm_size, long long bytes,
+                          int thread_running, ct_table_choice *choice)
 {
     if (!atomic_load(&loaded))
-        return -1;
+        return CT_TABLE_NO_ENTRY;
     thread_running = thread_running != 0;
-    if (cached(coll, 1, comm_size, bytes, thread_running, choice))
+    if (cached(coll, kind, comm_size, bytes, thread_running, choice))
         return last_lookup.rc;
     pthread_mutex_lock(&lock);
     int gen = atomic_load(&generation);
-    const entry *pick = nearest(coll, 1, comm_size, bytes);
+    const entry *pick = nearest(coll, kind, comm_size, bytes);
     int rc;
-    if (!pick) { /* no non-blocking entries: the blocking operation's choice */
+    if (!pick) { /* no entries of this form: the blocking operation's choice */
         pick = nearest(coll, 0, comm_size, bytes);
-        rc = pick ? answer(coll, &pick->best, 0, choice) : -1;
+        rc = pick ? answer(coll, &pick->best, 0, choice) : CT_TABLE_NO_ENTRY;
     } else if (pick->progress_thread && !thread_running) {
         rc = answer(coll, &pick->no_thread, 0, choice);
     } else {
         rc = answer(coll, &pick->best, pick->progress_thread, choice);
     }
     pthread_mutex_unlock(&lock);
-    return remember(gen, coll, 1, comm_size, bytes, thread_running, rc, choice);
+    return remember(gen, coll, kind, comm_size, bytes, thread_running, rc, choice);
+}
+
+int ct_table_lookup_nonblocking(ct_coll coll, int comm_size, long long bytes,
+                                int thread_running, ct_table_choice *choice)
+{
+    return lookup_started(FORM_NONBLOCKING, coll, comm_size, bytes, thread_running, choice);
+}
+
+int ct_table_lookup_persistent(ct_coll coll, int comm_size, long long bytes,
+                               int thread_running, ct_table_choice *choice)
+{
+    return lookup_started(FORM_PERSISTENT, coll, comm_size, bytes, thread_running, choice);
 }
 
 int ct_table_wants_progress(void)

@@ -19,8 +19,10 @@ typedef struct ct_table_choice {
 
 /* 0 and *choice filled when the loaded table has an entry for this call (the
  * nearest communicator size, then the nearest message size, both in log scale,
- * the smaller on ties) naming a colltune algorithm; -1 when its winner there is
- * native, when it has no entry for the operation, or when no table is loaded. */
+ * the smaller on ties) naming a colltune algorithm; CT_TABLE_NATIVE (-1) when its
+ * winner there is native; CT_TABLE_NO_ENTRY (-2) when it has no entry for the
+ * operation, or when no table is loaded. */
+enum { CT_TABLE_NATIVE = -1, CT_TABLE_NO_ENTRY = -2 };
 int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choice *choice);
 
 /* The same for a non-blocking call (MPI_Ibcast, ...): its own entries (op
@@ -30,6 +32,15 @@ int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choic
  * without one (its "no_thread" choice), or -1 (native) when it has none. */
 int ct_table_lookup_nonblocking(ct_coll coll, int comm_size, long long bytes,
                                 int thread_running, ct_table_choice *choice);
+
+/* The same for a persistent call (MPI_Bcast_init ...): its own entries (op
+ * "bcast_init", ...) when the table has some for the operation, else the blocking
+ * operation's; the progress thread as for the non-blocking entries. */
+int ct_table_lookup_persistent(ct_coll coll, int comm_size, long long bytes,
+                               int thread_running, ct_table_choice *choice);
+
+/* The loaded table's file and MPI ("MPICH 5.0.2"), empty strings when none. */
+void ct_table_describe(char *path, size_t path_len, char *mpi, size_t mpi_len);
 
 /* Whether some non-blocking entry of the loaded table wants the progress
  * thread (the drop-in then starts one where the node has a free core). */

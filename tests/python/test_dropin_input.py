@@ -51,7 +51,8 @@ BAD_ENTRIES = [
     ({"segsize": 1e12}, "segsize: 1000000000000 is out of range: allowed 0 to 1073741824"),
     ({"op": "bcastt"}, "op: 'bcastt' is not an operation; valid: bcast, reduce, allreduce, "
                        "scatter, gather, allgather, alltoall, barrier"),
-    ({"op": "ibcastt"}, "with an 'i' before it for the non-blocking form (entry 4, line 5)"),
+    ({"op": "ibcastt"}, "with an 'i' before it for the non-blocking form or '_init' after it "
+                        "for the persistent one (entry 4, line 5)"),
     ({"op": "ibcast", "split": "deep"}, 'split: not a number (or "model") (entry 4, line 5)'),
     ({"op": "ibcast", "split": 64}, "split: 64 is out of range: allowed 0 to 63"),
     ({"op": "ibcast", "progress": "sometimes"},

@@ -14,10 +14,31 @@ from ..core.files import is_int, is_number, problem_recorder, read_validated, wr
 SCHEMA = "colltune-table"
 SCHEMA_VERSION = 1
 OPS = COLLS  # every blocking operation (the drop-in uses those whose sizes all ranks know)
-# The non-blocking operations a table may tune (`colltune tune-nbc`): their entries add the
-# split level, the progress mode and, measured with the thread, the best choice without one.
-NONBLOCKING = ("ibcast", "ireduce", "iallreduce", "iscatter", "igather")
+# The non-blocking operations a table may tune (`colltune tune --forms nonblocking`,
+# `colltune tune-nbc`): every operation with an "i" before it; their entries may add the split
+# level, the progress mode and, measured with the thread, the best choice without one.
+NONBLOCKING = tuple(f"i{op}" for op in COLLS)
+# The persistent forms (`colltune tune --forms persistent`): "bcast_init" ..., the same fields
+# as the non-blocking entries (src/select/table.c). Both started forms fall back to the
+# blocking operation's entries where the table has none of their own.
+PERSISTENT = tuple(f"{op}_init" for op in COLLS)
 PROGRESS_MODES = ("thread", "none")
+# The call forms `colltune tune --forms` takes, and how each names its table entries.
+FORMS = ("blocking", "nonblocking", "persistent")
+
+
+def table_op(op: str, form: str) -> str:
+    """The entry's op for an operation in a form: bcast, ibcast, bcast_init."""
+    return {"blocking": op, "nonblocking": f"i{op}", "persistent": f"{op}_init"}[form]
+
+
+def split_op(name: str) -> tuple[str, str]:
+    """An entry's op as (operation, form): "ibcast" -> ("bcast", "nonblocking")."""
+    if name in PERSISTENT:
+        return name[:-5], "persistent"
+    if name in NONBLOCKING:
+        return name[1:], "nonblocking"
+    return name, "blocking"
 
 
 class TableFileError(ValueError):
@@ -61,11 +82,12 @@ def validate(doc, where: str = "table.json") -> list[str]:
         f = f"entries[{i}]"
         if not need(isinstance(e, dict), f, "not an object"):
             continue
-        op_ok = need(e.get("op") in OPS + NONBLOCKING, f + ".op",
+        op_ok = need(e.get("op") in OPS + NONBLOCKING + PERSISTENT, f + ".op",
                      "missing" if "op" not in e else
                      f"unknown operation {e.get('op')!r} (one of "
-                     f"{', '.join(OPS + NONBLOCKING)})")
-        if e.get("op") in NONBLOCKING:
+                     f"{', '.join(OPS)}, each with an 'i' before it for the non-blocking "
+                     "form or '_init' after it for the persistent one)")
+        if e.get("op") in NONBLOCKING + PERSISTENT:
             check_nonblocking(e, f, need)
         ranks_ok = need(is_int(e.get("ranks")) and e["ranks"] >= 1, f + ".ranks",
                         "missing" if "ranks" not in e else "not a positive integer")

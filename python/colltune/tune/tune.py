@@ -1,12 +1,16 @@
 """`colltune tune`: the autotuner of Vadhiyar, Fagg and Dongarra (seed paper sections 2-3).
 
-For a grid of {operation, process count, message size} it finds the best {algorithm, segment
-size}, the native collective always a candidate, with a search strategy from search.py
-(exhaustive, MGD, SMGD, pipeline, model-guided). Measurements come from one `ct_bench
---serve` job per {operation, process count}: the strategy asks for one candidate at a time and
-mpiexec starts once. The table (docs/TABLE.md) is written after every grid point, so a killed
-run keeps what it tuned and the next run with the same output resumes; `--export` writes the
-Open MPI and MPICH rule files from it.
+For a grid of {operation, call form, process count, message size} it finds the best
+{algorithm, segment size}, the native collective always a candidate, with a search strategy
+from search.py (exhaustive, MGD, SMGD, pipeline, model-guided). Measurements come from one
+`ct_bench --serve` job per {operation, form, process count}: the strategy asks for one
+candidate at a time and mpiexec starts once. Every operation the drop-in serves can be tuned
+(`--ops`), in the blocking, non-blocking and persistent forms (`--forms`: entries "bcast",
+"ibcast", "bcast_init", each form timed from its start to its completion by ct_bench
+--form). The table (docs/TABLE.md) is written after every grid point, so a killed run keeps
+what it tuned and the next run with the same output resumes; `--export` writes the Open MPI
+and MPICH rule files from it. `tune_points` tunes a given list of points within a time
+budget (what `colltune app` calls).
 """
 
 from __future__ import annotations
@@ -85,9 +89,11 @@ def confirm_choice(evaluate, alg: str, seg: int, t: float, native: float, rounds
 class Server:
     """One `ct_bench --serve` job: candidates in, medians out."""
 
-    def __init__(self, build: MPIBuild, op: str, ranks: int, max_size: int):
+    def __init__(self, build: MPIBuild, op: str, ranks: int, max_size: int,
+                 form: str = "blocking"):
         program = [str(build.tool("ct_bench")), "--op", op, "--min", "1", "--max",
-                   str(max(max_size, 8)), "--serve"]  # the barrier's size is 0 whatever they say
+                   str(max(max_size, 8)), "--serve",  # the barrier's size is 0 whatever they say
+                   *(["--form", form] if form != "blocking" else [])]
         self.cmd = build.launch_command(ranks, program, bind=True)
         self.proc = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1,
@@ -120,14 +126,17 @@ class Server:
 
 
 def methods_for(registry: list[dict], op: str, size: int,
-                one_node: bool = True) -> dict[str, list[int]]:
+                one_node: bool = True, form: str = "blocking") -> dict[str, list[int]]:
     """Every algorithm of op (native included) and the segment sizes worth trying at size:
     0 (unsegmented: the whole message at once), then 1 KiB, 2 KiB, ... below the message.
     Across nodes (one_node False) the shared-memory family is left out: its ranks must share
-    memory, and ct_bench refuses it there."""
+    memory, and ct_bench refuses it there. So are, for the non-blocking and persistent forms,
+    the algorithms that serve blocking calls only (the engine refuses them there)."""
     out = {}
     for a in registry:
         if a["coll"] != op or (a["shared_memory"] and not one_node):
+            continue
+        if form != "blocking" and a.get("blocking_only"):
             continue
         if a["segmentable"] and size > SEG_MIN:
             segs, s = [], SEG_MIN
@@ -188,7 +197,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", choices=sorted(STRATEGIES), default="model",
                    help="how to search the algorithms and segment sizes (default model)")
     p.add_argument("--ops", default=",".join(CLASSIC),
-                   help=f"operations (default: the classic eight; any of {', '.join(COLLS)})")
+                   help="operations (default: the classic eight; 'all', or any of "
+                        f"{', '.join(COLLS)})")
+    p.add_argument("--forms", default="blocking",
+                   help="call forms to tune, a comma list of blocking, nonblocking, persistent "
+                        "(default blocking; table entries bcast, ibcast, bcast_init)")
     add_ranks(p, "process counts, e.g. 2-16 or 4,8,16 (default: 2 to the cores)",
               default=None)
     p.add_argument("--sizes", default=None,
@@ -267,13 +280,16 @@ def load_previous(path: str, strategy: str, mpi: dict) -> dict:
 def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, int, int]],
                strategy_name: str, *, output: str, iters: int, predict_model=None,
                top: int = 3, margin: float = NATIVE_MARGIN,
-               confirm: int = CONFIRM_ROUNDS, on_point=None) -> tuple[dict, int, float, str]:
-    """Tunes every (op, ranks, size) point, resuming what `output` already holds for the same
+               confirm: int = CONFIRM_ROUNDS, on_point=None,
+               deadline: float | None = None) -> tuple[dict, int, float, str]:
+    """Tunes every (op, ranks, size) point in the given order (op: the table's name, which
+    says the form: bcast, ibcast, bcast_init), resuming what `output` already holds for the same
     strategy and MPI, writing the table after each point. A choice other than native is
     measured `confirm` more times alternately with native, and must beat native's median by
     `margin` (a fraction), else native is kept. `on_point(doc, done, total)`, if given, is
-    called once the MPI is known and after every point. (doc, measurements, seconds, status:
-    complete, interrupted or failed)."""
+    called once the MPI is known and after every point. With a deadline (time.monotonic()),
+    no point starts after it (status "budget"). (doc, measurements, seconds, status:
+    complete, budget, interrupted or failed)."""
     from .search import STRATEGIES
 
     mpi = {"build": build.name, **describe_library(build_library(build))}
@@ -301,17 +317,21 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
     try:
         if on_point:
             on_point(doc, len(points) - len(todo), len(points))
-        for i, (op, n, size) in enumerate(todo):
-            key = (op, n)
+        for i, (name, n, size) in enumerate(todo):
+            if deadline is not None and time.monotonic() >= deadline:
+                status = "budget"
+                break
+            op, form = tbl.split_op(name)
+            key = (name, n)
             if key not in servers:
                 for s in servers.values():
                     s.close()
                 servers.clear()
-                max_size = max(p[2] for p in todo if p[0] == op and p[1] == n)
-                servers[key] = Server(build, op, n, max_size)
+                max_size = max(p[2] for p in todo if p[0] == name and p[1] == n)
+                servers[key] = Server(build, op, n, max_size, form)
             server = servers[key]
             nodes = host_layout(build, n)  # None: every rank on one host
-            methods = methods_for(registry, op, size, one_node=nodes is None)
+            methods = methods_for(registry, op, size, one_node=nodes is None, form=form)
 
             def evaluate(alg, seg, _size=size, _server=server):
                 return _server.evaluate(alg, seg, _size, iters)
@@ -326,10 +346,10 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
             if strategy_name == "pipeline":
                 # The paper's pipeline trick: segment sizes from a chain along the tree's
                 # longest edge on a few ranks (3 here), not from the whole tree.
-                pkey = (op, "proxy")
+                pkey = (name, "proxy")
                 if pkey not in proxies:
                     proxies[pkey] = Server(build, op, min(n, 3), max(p[2] for p in todo
-                                                                     if p[0] == op))
+                                                                     if p[0] == name), form)
                 has_chain = "chain" in methods
 
                 def proxy_eval(alg, seg, _size=size, _proxy=proxies[pkey], _chain=has_chain):
@@ -347,7 +367,7 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
                     evaluate, alg, seg, t, native, confirm, margin, seed=i)
                 spent += 2 * confirm
             evaluations += spent
-            doc["entries"].append({"op": op, "ranks": n, "size_bytes": size,
+            doc["entries"].append({"op": name, "ranks": n, "size_bytes": size,
                                    "algorithm": alg, "segsize": seg,
                                    "time_us": round(t, 3),
                                    "native_us": None if native is None else round(native, 3),
@@ -374,6 +394,40 @@ def run_tuning(build: MPIBuild, registry: list[dict], points: list[tuple[str, in
     return doc, evaluations, elapsed, status
 
 
+def tune_points(build: MPIBuild, points: list[dict], *, output: str,
+                budget_s: float | None = None, strategy: str = "smgd", iters: int = 20,
+                margin: float = NATIVE_MARGIN, confirm: int = CONFIRM_ROUNDS,
+                on_point=None) -> tuple[dict, str]:
+    """Tunes exactly the given points, in the given order, into the table `output` (resumed
+    if it holds some of them from the same strategy and MPI): each point a dict
+    {"op": "bcast", "form": "blocking" | "nonblocking" | "persistent", "comm_size": 2,
+    "bytes": 1024}, the barrier's bytes taken as 0. No point starts once budget_s seconds
+    have passed (None: no limit). Every choice other than native is confirmed against native
+    as `colltune tune` does. Returns (the table document, status: complete, budget,
+    interrupted or failed). Raises ValueError for a point that is not one of those."""
+    from .search import STRATEGIES
+
+    if strategy not in STRATEGIES or strategy == "model":
+        raise ValueError(f"strategy {strategy!r}: one of "
+                         f"{', '.join(sorted(set(STRATEGIES) - {'model'}))}")
+    todo: list[tuple[str, int, int]] = []
+    for i, p in enumerate(points):
+        op, form = p.get("op"), p.get("form", "blocking")
+        if op not in COLLS or form not in tbl.FORMS:
+            raise ValueError(f"point {i}: op {op!r} form {form!r}: op one of "
+                             f"{', '.join(COLLS)}, form one of {', '.join(tbl.FORMS)}")
+        n, size = int(p["comm_size"]), 0 if op == "barrier" else int(p["bytes"])
+        if n < 1 or size < 0:
+            raise ValueError(f"point {i}: comm_size {n} and bytes {size}: need >= 1 and >= 0")
+        todo.append((tbl.table_op(op, form), n, size))
+    todo = list(dict.fromkeys(todo))  # a point named twice is tuned once
+    deadline = None if budget_s is None else time.monotonic() + budget_s
+    doc, _, _, status = run_tuning(build, build.registry(), todo, strategy, output=output,
+                                   iters=iters, margin=margin, confirm=confirm,
+                                   on_point=on_point, deadline=deadline)
+    return doc, status
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
 
     if not 0 <= args.margin < 1:
@@ -386,20 +440,25 @@ def cmd_tune(args: argparse.Namespace) -> int:
     try:
         build = MPIBuild.select(args.mpi)
         registry = build.registry()
-        ops = split_list(args.ops, "--ops", list(COLLS), "operation")
+        ops = (list(COLLS) if args.ops.strip() == "all" else
+               split_list(args.ops, "--ops", list(COLLS), "operation"))
+        forms = split_list(args.forms, "--forms", list(tbl.FORMS), "form")
+        names = [tbl.table_op(op, f) for f in forms for op in ops]
         if args.from_monitor:
             calls = json.loads(Path(args.from_monitor).read_text())
             points = sorted({(c["op"], int(c["ranks"]), int(c["size_bytes"])) for c in calls
-                             if c["op"] in ops})
+                             if c["op"] in names})
         else:
             ranks = parse_ranks(args.ranks, os.cpu_count() or 1)
             sizes = parse_sizes(args.sizes, args.reduced)
-            points = [(op, n, 0 if op == "barrier" else s) for op in ops for n in ranks
-                      for s in (sizes if op != "barrier" else [0])]
+            points = [(name, n, 0 if tbl.split_op(name)[0] == "barrier" else s)
+                      for name in names for n in ranks
+                      for s in (sizes if tbl.split_op(name)[0] != "barrier" else [0])]
+            points = list(dict.fromkeys(points))
         if not points or min(p[1] for p in points) < 1:
             raise ValueError("nothing to tune")
         for op in ops:
-            sized = [p for p in points if p[0] == op]
+            sized = [p for p in points if tbl.split_op(p[0])[0] == op]
             if sized:
                 n = max(p[1] for p in sized)
                 check_memory(bench_bytes_per_rank(op, max(p[2] for p in sized), n), n,
