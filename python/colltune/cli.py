@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from . import __version__, run
+from .app import app
 from .bench import bench
 from .core import testbed
 from .core.args import Parser, UsageError, report_usage
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     store_cli.register(sub)
     report_cli.register(sub)
     cholesky.register(sub)
+    app.register(sub)
     testbed.register(sub)
     return parser
 
