@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 [ -x /usr/bin/hpcc ] || apt_install "hpcc is missing: HPC Challenge is left out of the study" \
     "for the real-application study (HPC Challenge)" hpcc
 pkgconf=/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real/lib/pkgconfig/PETSc.pc
-examples=/usr/share/petsc/3.18/examples
+examples=/usr/share/petsc/3.18
 if [ ! -f "$pkgconf" ] || [ ! -d "$examples" ]; then
     apt_install "PETSc 3.18 or its examples are missing: the PETSc tutorials are left out of \
 the study" "for the real-application study (PETSc tutorials)" petsc-dev \
@@ -31,7 +31,7 @@ mkdir -p build/apps
 if [ -f "$pkgconf" ] && [ -x /usr/bin/mpicc.openmpi ]; then
     flags=$(PKG_CONFIG_PATH=$(dirname "$pkgconf") pkg-config --cflags --libs PETSc)
     for ex in ksp/ksp/tutorials/ex2 snes/tutorials/ex5; do
-        src=$(find "$examples" -path "*src/$ex.c" 2>/dev/null | head -1)
+        src=$(find "$examples" -path "*examples/src/$ex.c" 2>/dev/null | head -1)
         out=build/apps/petsc-$(echo "$ex" | cut -d/ -f1)-$(basename "$ex")
         if [ -z "$src" ]; then
             echo "[setup] PETSc's $ex.c is not in $examples: left out of the study" >&2

@@ -279,3 +279,14 @@ def test_failing_program_stops_the_study(build, tmp_path, how):
     kept = stages["runs"]["results"] if "runs" in stages else []
     assert [(x["round"], x["variant"]) for x in kept] == ([(0, "native")] if how == "fails"
                                                           else [])
+
+
+def test_study_in_the_report(study):
+    from colltune.report.report import render_report
+
+    tmp, _ = study
+    with Store.open(tmp / "db.sqlite", create=False) as store:
+        run_id = store.runs(verb="app")[0]["id"]
+        html = render_report(store, [run_id])
+    assert "Applications: native against tuned" in html
+    assert re.search(r"Speed-up \(tuned / native\): [\d.]+ \[[\d.]+, [\d.]+\]: ", html)

@@ -212,6 +212,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--metric-higher-better)")
     p.add_argument("--metric-higher-better", action="store_true",
                    help="the --metric figure is a rate (Gflop/s): higher is better")
+    p.add_argument("--result-file", default=None, metavar="FILE",
+                   help="a file the program writes its results to (HPC Challenge's "
+                        "hpccoutf.txt): removed before each run, read after it and checked "
+                        "with --expect and --metric like the output")
     p.add_argument("--table", default=None,
                    help="use this tuning table instead of tuning (still verified)")
     p.add_argument("--iters", type=positive_int, default=20,
@@ -287,7 +291,7 @@ class Study:
         lib = str(self.build.tool("libcolltune_pmpi.so"))
         full = {"LD_PRELOAD": lib, "COLLTUNE_PROFILE": "on", "COLLTUNE_MONITOR": "count",
                 "COLLTUNE_MONITOR_OUT": str(out), **env}
-        r = self.program.run(full)
+        r = self.run_program(full)
         self._keep_output(name, r)
         value = check_run(r, label, self.args.expect, self.args.metric)
         if not out.exists():
@@ -296,6 +300,22 @@ class Study:
                            "LD_PRELOAD to the ranks?")
         r["value"] = value
         return r, json.loads(out.read_text())
+
+    def run_program(self, env: dict[str, str]) -> dict:
+        """One run of the program; with --result-file, the file it writes is read into the
+        output that --expect and --metric look at (a stale one removed first, so that a run
+        that wrote none cannot pass on the last one's)."""
+        result = Path(self.args.result_file) if self.args.result_file else None
+        if result:
+            result.unlink(missing_ok=True)
+        r = self.program.run(env)
+        if result:
+            if not result.exists() and r["exit"] == 0:  # a failed run: its status says why
+                raise AppError(f"the program wrote no {result} (--result-file); exit status "
+                               f"{r['exit']}")
+            if result.exists():
+                r["stdout"] += "\n" + result.read_text(errors="replace")
+        return r
 
     def _keep_output(self, name: str, r: dict) -> None:
         (self.dir / f"{name}.out").write_text(r["stdout"])
@@ -461,7 +481,7 @@ def run_study(s: Study) -> dict:
             r, tuned_rec = s.profiled_run(label, {"COLLTUNE_TABLE": tuned_env["COLLTUNE_TABLE"]},
                                           "profile-tuned")
         else:
-            r = s.program.run(tuned_env if variant == TUNED else {})
+            r = s.run_program(tuned_env if variant == TUNED else {})
             s._keep_output(f"run-{i + 1:02d}-{variant}", r)
             r["value"] = check_run(r, label, args.expect, args.metric)
         load = stats.load_average()
