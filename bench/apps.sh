@@ -61,14 +61,14 @@ for name in $apps; do
             prog=$root/build/apps/petsc-ksp-ex2
             if [ ! -x "$prog" ]; then echo "apps.sh: $prog is missing: skipped" >&2; continue; fi
             (cd "$dir/work" && "${app[@]}" -o "$dir" --expect 'Norm of error [0-9.e+-]+,? [Ii]terations? [0-9]+' \
-                "$@" -- "$prog" -m 300 -n 300 -ksp_type cg -pc_type jacobi -ksp_rtol 1e-8) \
+                "$@" -- "$prog" -m 100 -n 100 -ksp_type cg -pc_type jacobi) \
                 || echo "apps.sh: $name: failed" >&2
             ;;
         petsc-snes)
             prog=$root/build/apps/petsc-snes-ex5
             if [ ! -x "$prog" ]; then echo "apps.sh: $prog is missing: skipped" >&2; continue; fi
             (cd "$dir/work" && "${app[@]}" -o "$dir" --expect 'Nonlinear solve converged' \
-                "$@" -- "$prog" -da_grid_x 200 -da_grid_y 200 -snes_converged_reason \
+                "$@" -- "$prog" -da_grid_x 64 -da_grid_y 64 -snes_converged_reason \
                 -ksp_type cg -pc_type jacobi) || echo "apps.sh: $name: failed" >&2
             ;;
         *) echo "apps.sh: unknown application $name (hpcc, petsc-ksp, petsc-snes)" >&2 ;;

@@ -396,6 +396,7 @@ def run_study(s: Study) -> dict:
     s.stage = "profile"
     s.say(f"1/4 profiling {shlex.join(s.program.command)} natively under the drop-in")
     r, native_rec = s.profiled_run("profile run", {}, "profile-native")
+    r_native_wall = r["wall_s"]
     points, source = prof.profile_points(native_rec)
     if not points:
         raise AppError("the program made no collective call the drop-in saw: nothing to tune")
@@ -470,7 +471,7 @@ def run_study(s: Study) -> dict:
                                          "stage": "runs", "ranks": s.program.ranks,
                                          "command": shlex.join(s.program.command),
                                          "results": []})
-    tuned_rec = None
+    tuned_rec, tuned_run_wall = None, None
     s.loads.append(stats.load_average())
     for i, (rnd, variant) in enumerate(order_runs):
         warm = rnd == 0
@@ -480,6 +481,7 @@ def run_study(s: Study) -> dict:
             # time, without slowing a measured run.
             r, tuned_rec = s.profiled_run(label, {"COLLTUNE_TABLE": tuned_env["COLLTUNE_TABLE"]},
                                           "profile-tuned")
+            tuned_run_wall = r["wall_s"]
         else:
             r = s.run_program(tuned_env if variant == TUNED else {})
             s._keep_output(f"run-{i + 1:02d}-{variant}", r)
@@ -515,6 +517,12 @@ def run_study(s: Study) -> dict:
                            "tuned_total": prof.collective_total(tuned_ops),
                            "native_mpi_share": prof.mpi_share(native_rec),
                            "tuned_mpi_share": prof.mpi_share(tuned_rec)},
+           # MPI_Init to MPI_Finalize in the two profiled runs, against the launch to exit
+           # that the comparison times: what the launcher and start-up add.
+           "program_wall": {"native": prof.run_wall(native_rec),
+                            "tuned": prof.run_wall(tuned_rec),
+                            "native_run_s": r_native_wall,
+                            "tuned_run_s": tuned_run_wall},
            "algorithms": prof.algorithms_served(tuned_points)
            if tuned_source == prof.SOURCE_PROFILE else None,
            "tuning": {"tuned": len(tuning["tuned"]), "points": len(order),
@@ -595,6 +603,11 @@ def text_report(doc: dict) -> str:
         lines.append("collective time per operation: not measured (this drop-in writes no "
                      "collective profile)" + (f"; time in MPI, all calls: {ms:.1%} of the "
                                               "native run" if ms is not None else ""))
+    pw = doc.get("program_wall") or {}
+    if pw.get("native") is not None and pw.get("tuned") is not None:
+        lines.append(f"the program's own time (MPI_Init to MPI_Finalize, slowest rank) in the "
+                     f"profiled runs: native {pw['native']:.3f} s of {pw['native_run_s']:.3f} s "
+                     f"launch to exit, tuned {pw['tuned']:.3f} s of {pw['tuned_run_s']:.3f} s")
     if doc["algorithms"]:
         lines.append("algorithms that served the calls (tuned run):")
         for a in doc["algorithms"]:

@@ -66,6 +66,12 @@ def _verdict_html(doc: dict) -> str:
                          [[op, (c["native"].get(op) or c["tuned"].get(op) or {}).get("calls"),
                            cell(c["native"].get(op)), cell(c["tuned"].get(op))]
                           for op in ops]))
+    pw = doc.get("program_wall") or {}
+    if pw.get("native") is not None and pw.get("tuned") is not None:
+        out.append(f"<p>The program's own time (MPI_Init to MPI_Finalize, slowest rank) in the "
+                   f"profiled runs: native {pw['native']:.3f} s of {pw['native_run_s']:.3f} s "
+                   f"from launch to exit, tuned {pw['tuned']:.3f} s of "
+                   f"{pw['tuned_run_s']:.3f} s.</p>")
     if doc.get("algorithms"):
         out.append(table(["operation", "ranks", "size", "algorithm", "segment", "calls"],
                          [[a["op"], a["comm_size"], fmt_size(a["bytes"]), a["algorithm"],
