@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import stats
-from ..core.args import UsageError, need, positive_int
+from ..core.args import UsageError, int_type, need, positive_int
 from ..core.launch import identify
 from ..core.mpi import (
     MPIBuild,
@@ -202,8 +202,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ranks, when the command is a program rather than a launcher line")
     p.add_argument("--budget", type=float, default=BUDGET_S, metavar="SECONDS",
                    help="tuning time: the points the program spends most time in first")
-    p.add_argument("--repeat", type=positive_int, default=REPEAT, metavar="R",
-                   help="runs of each variant compared, after one warm-up pair")
+    p.add_argument("--repeat", type=int_type(2), default=REPEAT, metavar="R",
+                   help="runs of each variant compared, after one warm-up pair (at least 2: "
+                        "one run a variant has no interval)")
     p.add_argument("--expect", default=None, metavar="REGEX",
                    help="a pattern every run's output must match (the program's 'passed')")
     p.add_argument("--metric", default=None, metavar="REGEX",
@@ -526,6 +527,7 @@ def run_study(s: Study) -> dict:
            "algorithms": prof.algorithms_served(tuned_points)
            if tuned_source == prof.SOURCE_PROFILE else None,
            "tuning": {"tuned": len(tuning["tuned"]), "points": len(order),
+                      "given": bool(tuning.get("given")),
                       "skipped": [{"point": prof.point_key(k["point"]),
                                    "reason": k["reason"]} for k in tuning["skipped"]],
                       "table": str(table_in), "verified_table": str(verified),
@@ -616,8 +618,9 @@ def text_report(doc: dict) -> str:
                          f"{human_size(a['bytes']):>8}: {a['algorithm']}{seg}, "
                          f"{a['calls']} call(s)")
     t = doc["tuning"]
-    lines.append(f"tuned {t['tuned']} of {t['points']} point(s) into {t['table']}; "
-                 f"verified: {t['corrections']} correction(s) -> {t['verified_table']}")
+    lines.append((f"the table {t['table']} given (--table), not tuned" if t.get("given") else
+                  f"tuned {t['tuned']} of {t['points']} point(s) into {t['table']}")
+                 + f"; verified: {t['corrections']} correction(s) -> {t['verified_table']}")
     for k in t["skipped"]:
         op, form, n, b = k["point"]
         lines.append(f"  not tuned: {prof.table_op(op, form)} {n} ranks {human_size(b)}: "

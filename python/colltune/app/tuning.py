@@ -2,11 +2,10 @@
 
 It tunes exactly the points given ({op, form, comm_size, bytes}), in the order given (the
 most time first), until the budget is spent, and says for every point left out why. Today it
-drives `colltune tune`'s own loop (tune.run_tuning) one point at a time, so that the budget
-is checked between points; the tuner of this version has blocking forms only, so the
-non-blocking and persistent points are left out with that reason. When the tuner takes a
-list of points of every form within a budget, this function calls it instead: its callers
-and its return value stay.
+drives `colltune tune`'s own loop (tune.run_tuning) once, the budget checked between points;
+the tuner of this version has blocking forms only, so the non-blocking and persistent points
+are left out with that reason. When the tuner takes a list of points of every form within a
+budget, this function calls it instead: its callers and its return value stay.
 """
 
 from __future__ import annotations
@@ -24,61 +23,74 @@ from .profile import table_op
 STRATEGY = "mgd"
 
 
+class BudgetSpent(Exception):
+    """Raised between two points of run_tuning once the budget is spent: it ends the loop,
+    the table written after the last point stays."""
+
+
 def tune_points(build: MPIBuild, points: list[dict], *, budget_s: float, output: str | Path,
                 iters: int = 20, log=None) -> dict:
     """Tunes `points` ([{op, form, comm_size, bytes}, ...], in this order) into the table
     at `output` within about `budget_s` seconds (a point under way is finished).
     Returns {"table": doc or None, "output": path, "tuned": [points], "skipped": [{point,
-    reason}], "elapsed_s", "measurements", "status": complete|interrupted|failed}."""
+    reason}], "elapsed_s", "measurements", "status": complete|failed}; Ctrl-C and SIGTERM
+    go on up."""
+    from ..tune import table as tbl
     from ..tune import tune as tuner
 
     say = log or (lambda text: None)
     output = Path(output)
     output.unlink(missing_ok=True)  # a fresh table: run_tuning would resume an old one
-    registry = build.registry()
     started = time.monotonic()
-    tuned: list[dict] = []
     skipped: list[dict] = []
-    done: list[tuple[str, int, int]] = []
-    doc, measurements, status = None, 0, "complete"
-    for i, p in enumerate(points):
+    keys: dict[tuple[str, int, int], list[dict]] = {}  # table point -> its profile points
+    for p in points:
         form = p.get("form", "blocking")
         name = table_op(p["op"], form)
         if form != "blocking":
             skipped.append({"point": p, "reason": f"this colltune's tuner has no {form} form "
                                                   f"({name})"})
-            continue
-        if p["op"] not in COLLS:
+        elif p["op"] not in COLLS:
             skipped.append({"point": p, "reason": f"{p['op']} is not an operation colltune "
                                                   "tunes"})
-            continue
+        else:
+            # barrier has one entry whatever the profile's sizes
+            key = (p["op"], int(p["comm_size"]), 0 if p["op"] == "barrier" else int(p["bytes"]))
+            keys.setdefault(key, []).append(p)
+    order = list(keys)
+
+    def on_point(doc: dict, done: int, total: int) -> None:
         spent = time.monotonic() - started
-        if spent >= budget_s:
-            skipped.append({"point": p, "reason": f"the budget of {budget_s:g} s was spent"})
-            continue
-        key = (p["op"], int(p["comm_size"]), 0 if p["op"] == "barrier" else int(p["bytes"]))
-        if key in done:  # two profile points, one table entry (barrier's sizes)
-            tuned.append(p)
-            continue
-        say(f"tuning {name} {key[1]} ranks {key[2]} B ({i + 1} of {len(points)}, "
-            f"{spent:.0f} of {budget_s:g} s spent)")
-        # Each call resumes the table of the ones before and tunes only the new point.
-        doc, evals, _, status = tuner.run_tuning(build, registry, [*done, key], STRATEGY,
-                                                 output=str(output), iters=iters)
-        measurements += evals
+        if done < total and spent >= budget_s:
+            raise BudgetSpent
+        if done < total:
+            op, n, size = order[done]
+            say(f"tuning {op} {n} ranks {size} B ({done + 1} of {total}, {spent:.0f} of "
+                f"{budget_s:g} s spent)")
+
+    doc, status = None, "complete"
+    if order:
+        try:
+            # One run of the tuner's loop: one measurement job per operation and size of
+            # communicator, the budget checked between points.
+            doc, _, _, status = tuner.run_tuning(build, build.registry(), order, STRATEGY,
+                                                 output=str(output), iters=iters,
+                                                 on_point=on_point)
+        except BudgetSpent:
+            doc = tbl.load(output) if output.exists() else None
         # run_tuning keeps what it tuned and returns on Ctrl-C or SIGTERM: the study above
         # must stop too, so the interruption goes on up.
         if status == "interrupted":
             raise KeyboardInterrupt
         if status == "terminated":
             raise Terminated
-        if status != "complete":
-            skipped += [{"point": q, "reason": f"tuning failed at {name}"}
-                        for q in points[i:]]
-            break
-        done.append(key)
-        tuned.append(p)
+    entries = {(e["op"], e["ranks"], e["size_bytes"]) for e in (doc or {}).get("entries", [])}
+    tuned = [p for k in order if k in entries for p in keys[k]]
+    why = ("the tuning failed (see above)" if status == "failed"
+           else f"the budget of {budget_s:g} s was spent")
+    skipped += [{"point": p, "reason": why} for k in order if k not in entries for p in keys[k]]
     return {"table": doc, "output": str(output) if doc else None, "tuned": tuned,
             "skipped": skipped, "elapsed_s": round(time.monotonic() - started, 3),
-            "measurements": measurements, "status": status, "strategy": STRATEGY,
-            "iters": iters, "budget_s": budget_s}
+            "measurements": sum(int(e.get("evaluations") or 0)
+                                for e in (doc or {}).get("entries", [])),
+            "status": status, "strategy": STRATEGY, "iters": iters, "budget_s": budget_s}
