@@ -291,3 +291,35 @@ def test_study_in_the_report(study):
         html = render_report(store, [run_id])
     assert "Applications: native against tuned" in html
     assert re.search(r"Speed-up \(tuned / native\): [\d.]+ \[[\d.]+, [\d.]+\]: ", html)
+
+
+def test_text_and_html_with_a_profile():
+    """The parts a profile fills (time and share per operation, algorithms per call), on the
+    fixture: what the study prints once the drop-in writes the profile."""
+    from colltune.app.report import app_section
+    from colltune.report.report import ReportData
+
+    rec = fixture()
+    points, _ = profile.profile_points(rec)
+    ops = profile.per_operation(points, 2, profile.run_wall(rec))
+    rows = [{"variant": v, "warmup": False, "value": 1.0 + i * 0.01, "index": i}
+            for i in range(6) for v in ("native", "tuned")]
+    doc = {"command": "./prog", "ranks": 2, "mpi": {"build": "mpich"}, "placement": "here",
+           "repeat": 6, "metric": None, "runs": rows,
+           **app.analyse(rows, higher_better=False, metric=False),
+           "collectives": {"native": ops, "tuned": ops,
+                           "native_total": profile.collective_total(ops),
+                           "tuned_total": profile.collective_total(ops)},
+           "program_wall": {"native": 0.5, "tuned": 0.5, "native_run_s": 0.9,
+                            "tuned_run_s": 0.9},
+           "algorithms": profile.algorithms_served(points),
+           "tuning": {"tuned": 4, "points": 6, "skipped": [], "table": "t.json",
+                      "verified_table": "v.json", "corrections": 0},
+           "load": {"min": 0.5, "max": 0.7, "cores": 2, "warning": None}}
+    text = app.text_report(doc)
+    assert re.search(r"bcast\s+100\s+40 ms \(8%\)\s+40 ms \(8%\)", text)
+    assert "allgather_init" in text and "no difference within noise" in text
+    run = {"id": 1, "status": "complete", "benches": [
+        {"op": "app", "stage": "verdict", "command": "./prog", "app": doc}]}
+    html = app_section(ReportData([run], [], "db")).body
+    assert "40 ms (8%)" in html and "allgather_init" in html

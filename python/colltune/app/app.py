@@ -635,7 +635,8 @@ def text_report(doc: dict) -> str:
 
 
 def _share(o: dict) -> str:
+    """A rank's time in milliseconds and its share of the run, three digits each."""
     if not o or o.get("time_s") is None:
         return "-"
-    share = f" ({o['share']:.1%})" if o.get("share") is not None else ""
-    return f"{o['time_s']:.4g} s{share}"
+    share = f" ({o['share'] * 100:.3g}%)" if o.get("share") is not None else ""
+    return f"{o['time_s'] * 1e3:.3g} ms{share}"

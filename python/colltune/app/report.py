@@ -59,8 +59,8 @@ def _verdict_html(doc: dict) -> str:
         def cell(o):
             if not o or o.get("time_s") is None:
                 return "-"
-            return f"{o['time_s']:.4g} s" + (f" ({o['share']:.1%})" if o.get("share")
-                                              is not None else "")
+            return f"{o['time_s'] * 1e3:.3g} ms" + (f" ({o['share'] * 100:.3g}%)"
+                                                     if o.get("share") is not None else "")
         out.append(table(["operation", "calls", "native: time a rank (share)",
                           "tuned: time a rank (share)"],
                          [[op, (c["native"].get(op) or c["tuned"].get(op) or {}).get("calls"),
