@@ -525,7 +525,9 @@ def run_study(s: Study) -> dict:
                             "native_run_s": r_native_wall,
                             "tuned_run_s": tuned_run_wall},
            "algorithms": prof.algorithms_served(tuned_points)
-           if tuned_source == prof.SOURCE_PROFILE else None,
+           if tuned_source == prof.SOURCE_PROFILE else _table_choices(points, verified),
+           "algorithms_source": "profile" if tuned_source == prof.SOURCE_PROFILE
+           else "table",
            "tuning": {"tuned": len(tuning["tuned"]), "points": len(order),
                       "given": bool(tuning.get("given")),
                       "skipped": [{"point": prof.point_key(k["point"]),
@@ -540,6 +542,25 @@ def run_study(s: Study) -> dict:
                                "samples_us": [x * 1e6 for x in doc["values"][v]]}
                               for v in (NATIVE, TUNED)])
     return doc
+
+
+def _table_choices(points: list[dict], table_path: Path) -> list[dict]:
+    """Without a profile, which algorithm served which calls is not measured: what the
+    verified table chooses for each (approximate) point, by the drop-in's lookup rule, is
+    the best that can be said (the drop-in may still refuse a call to native)."""
+    from ..tune import table as tbl
+
+    doc = tbl.load(table_path)
+    rows = []
+    for p in points:
+        e = tbl.lookup(doc, prof.table_op(p["op"], p.get("form", "blocking")),
+                       int(p["comm_size"]), int(p["bytes"]))
+        rows.append({"op": prof.table_op(p["op"], p.get("form", "blocking")),
+                     "comm_size": p["comm_size"], "bytes": p["bytes"],
+                     "algorithm": e["algorithm"] if e else "native (not in the table)",
+                     "segsize": int(e["segsize"]) if e else 0,
+                     "calls": int(p.get("calls") or 0), "time_total_s": None})
+    return rows
 
 
 def _empty_table(build: MPIBuild, path: Path) -> dict:
@@ -611,7 +632,10 @@ def text_report(doc: dict) -> str:
                      f"profiled runs: native {pw['native']:.3f} s of {pw['native_run_s']:.3f} s "
                      f"launch to exit, tuned {pw['tuned']:.3f} s of {pw['tuned_run_s']:.3f} s")
     if doc["algorithms"]:
-        lines.append("algorithms that served the calls (tuned run):")
+        lines.append("algorithms that served the calls (tuned run):"
+                     if doc.get("algorithms_source") != "table" else
+                     "algorithms the verified table chooses for those calls (no profile: not "
+                     "measured):")
         for a in doc["algorithms"]:
             seg = f" seg {human_size(a['segsize'])}" if a["segsize"] else ""
             lines.append(f"  {a['op']:<22} {a['comm_size']:>3} ranks "

@@ -73,6 +73,9 @@ def _verdict_html(doc: dict) -> str:
                    f"from launch to exit, tuned {pw['tuned']:.3f} s of "
                    f"{pw['tuned_run_s']:.3f} s.</p>")
     if doc.get("algorithms"):
+        if doc.get("algorithms_source") == "table":
+            out.append("<p>Without a profile: the algorithms the verified table chooses for "
+                       "those calls (the drop-in's lookup rule), not measured.</p>")
         out.append(table(["operation", "ranks", "size", "algorithm", "segment", "calls"],
                          [[a["op"], a["comm_size"], fmt_size(a["bytes"]), a["algorithm"],
                            fmt_size(a["segsize"]) if a["segsize"] else "-", a["calls"]]
