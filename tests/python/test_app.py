@@ -167,7 +167,9 @@ def colltune_app(tmp: Path, *args: str, program_args: tuple[str, ...] = ()):
     cmd = [sys.executable, "-m", "colltune.cli", "app", "-n", str(NRANKS), "--db",
            str(tmp / "db.sqlite"), "-o", str(tmp / "study"), *args, "--", prog, *program_args]
     env = subprocess_env()
-    env = {k: v for k, v in env.items() if not k.startswith("COLLTUNE_")}
+    # the caller's drop-in settings left out; which build runs (as select() above) kept
+    env = {k: v for k, v in env.items() if not k.startswith("COLLTUNE_")
+           or k in ("COLLTUNE_BUILD", "COLLTUNE_MPI")}
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
 
 
