@@ -14,7 +14,8 @@
 # Usage: bench/apps.sh [NP] [colltune app options ...]
 #   NP (default 2) ranks; the options go to every `colltune app`, e.g. --testbed --ppn 1,
 #   --hostfile FILE, --budget 300, --repeat 7. APPS (default "hpcc petsc-ksp petsc-snes")
-#   picks the applications; APPS_OUT the results directory.
+#   picks the applications; APPS_OUT the results directory; APPS_BUILD another build tree
+#   against Debian's Open MPI than build/debian-openmpi.
 # Results: APPS_OUT (default bench/results/apps-DATE-TIME): one study directory per
 # application (study.json: the verdict) and the store apps.db (`colltune report --db`).
 set -euo pipefail
@@ -29,14 +30,18 @@ out=$(cd "$out" && pwd)
 db=$out/apps.db
 
 scripts/ensure-apps.sh
-scripts/ensure-system-mpi.sh
-scripts/build-debian-mpi.sh openmpi
-if [ ! -f build/debian-openmpi/CMakeCache.txt ]; then
-    echo "apps.sh: no drop-in against Debian's Open MPI (build/debian-openmpi): nothing to run" >&2
-    exit 1
+if [ -z "${APPS_BUILD:-}" ]; then
+    scripts/ensure-system-mpi.sh
+    scripts/build-debian-mpi.sh openmpi
+    if [ ! -f build/debian-openmpi/CMakeCache.txt ]; then
+        echo "apps.sh: no drop-in against Debian's Open MPI (build/debian-openmpi): nothing to run" >&2
+        exit 1
+    fi
+    cmake --build build/debian-openmpi -j "$(nproc)" --target ct_bench ct_osu >/dev/null
 fi
-cmake --build build/debian-openmpi -j "$(nproc)" --target ct_bench ct_osu >/dev/null
-export COLLTUNE_BUILD=$root/build/debian-openmpi
+# APPS_BUILD: another build tree against Debian's Open MPI (with libcolltune_pmpi.so,
+# ct_bench and ct_osu) to preload instead of build/debian-openmpi.
+export COLLTUNE_BUILD=${APPS_BUILD:-$root/build/debian-openmpi}
 app=("$root/.venv/bin/colltune" app --mpi system -n "$np" --db "$db")
 
 echo "apps.sh: $np ranks, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), results in $out"
