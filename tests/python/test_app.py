@@ -325,3 +325,20 @@ def test_text_and_html_with_a_profile():
         {"op": "app", "stage": "verdict", "command": "./prog", "app": doc}]}
     html = app_section(ReportData([run], [], "db")).body
     assert "40 ms (8%)" in html and "allgather_init" in html
+
+
+def test_points_the_tuner_leaves_out(tmp_path):
+    """What tune_points leaves out before any measurement, each with its reason."""
+    from colltune.app.tuning import tune_points
+
+    points = [{"op": "bcast", "form": "blocking", "comm_size": 2, "bytes": 0},
+              {"op": "allreduce", "form": "nonblocking", "comm_size": 2, "bytes": 8},
+              {"op": "allgather", "form": "persistent", "comm_size": 2, "bytes": 8}]
+    out = tune_points(None, points, budget_s=10, output=tmp_path / "t.json")
+    assert out["tuned"] == [] and out["table"] is None
+    reasons = [k["reason"] for k in out["skipped"]]
+    assert reasons[0] == "0-byte calls: nothing to tune"
+    if "has no" in reasons[1]:  # until the tuner has the non-blocking and persistent forms
+        assert reasons[1:] == ["this colltune's tuner has no nonblocking form (iallreduce)",
+                               "this colltune's tuner has no persistent form "
+                               "(allgather_init)"]

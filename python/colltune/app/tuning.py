@@ -53,6 +53,10 @@ def tune_points(build: MPIBuild, points: list[dict], *, budget_s: float, output:
         elif p["op"] not in COLLS:
             skipped.append({"point": p, "reason": f"{p['op']} is not an operation colltune "
                                                   "tunes"})
+        elif int(p["bytes"]) == 0 and p["op"] != "barrier":
+            # an empty message (a rank with nothing to send): no algorithm moves it faster,
+            # and the measurement program takes sizes from 1 B
+            skipped.append({"point": p, "reason": "0-byte calls: nothing to tune"})
         else:
             # barrier has one entry whatever the profile's sizes
             key = (p["op"], int(p["comm_size"]), 0 if p["op"] == "barrier" else int(p["bytes"]))
