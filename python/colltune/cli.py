@@ -13,6 +13,7 @@ import os
 import sys
 
 from . import __version__, run
+from .app import app
 from .bench import bench
 from .core import testbed
 from .core.args import Parser, UsageError, report_usage, resolve_args
@@ -54,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     store_cli.register(sub)
     report_cli.register(sub)
     cholesky.register(sub)
+    app.register(sub)
     testbed.register(sub)
     return parser
 

@@ -77,7 +77,7 @@ def test_every_verb_with_the_idea_has_its_one_name(idea):
 # have an option of the idea, so the list of the store's readers and writers is explicit).
 STORE_VERBS = ["bench", "run", "probe", "p2p", "validate-model", "overlap", "tune", "verify",
                "monitor", "suite", "cholesky", "runs", "export", "report", "serve",
-               "store check", "store backup"]
+               "store check", "store backup", "app"]
 
 
 def test_every_verb_that_reads_or_writes_the_store_has_db():

@@ -27,6 +27,7 @@ from matplotlib.ticker import (
 )
 
 from .. import __version__
+from ..app.report import app_section
 from ..core.files import write_atomic
 from ..core.units import fmt_size, fmt_us
 from ..dyn.cholesky import cholesky_section
@@ -66,7 +67,7 @@ _LINESTYLES = ("-", "--", ":", "-.")
 _NATIVE_COLORS = ("black", "dimgray", "darkgray", "silver")
 # Benches that are not an operation's latencies: the report shows them in these sections.
 SPECIAL_BENCHES = ("probe", "p2p", "validate-model", "overlap", "tune", "monitor", "cholesky",
-                   "cholesky-study", "suite", "verify")
+                   "cholesky-study", "suite", "verify", "app")
 
 
 @dataclass
@@ -322,6 +323,7 @@ REPORT_SECTIONS: list[Callable[[ReportData], Section | None]] = [
     cholesky_section,
     cholesky_study_section,
     suite_section,
+    app_section,
 ]
 
 

@@ -1,0 +1,1 @@
+"""`colltune app`: from a program to a verdict (issue 38)."""
