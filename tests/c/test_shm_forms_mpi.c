@@ -6,7 +6,8 @@
  * drop-in), every root, counts of 0, 1 and across a lane's chunks (run with a small
  * COLLTUNE_SHM_BYTES), MPI_IN_PLACE, a derived datatype with holes, a non-commutative
  * user op on a derived type; then several calls in flight on one communicator (an
- * Iallreduce, an Ibcast and an Ibarrier completed in reverse order; more starts than the
+ * Iallreduce, an Ibcast and an Ibarrier completed in reverse order, a blocking call made
+ * while they are in flight; more starts than the
  * segment has lanes; four persistent calls started together, completed with
  * ct_waitall) and on two communicators at once; with --threads, four threads each on
  * its own communicator (MPI_THREAD_MULTIPLE). Every value is checked against one
@@ -404,6 +405,17 @@ static void in_flight(const char *alg, MPI_Comm comm, MPI_Comm comm2)
     for (int i = 0; i < ncalls; i++)
         if (istart(&cs[i], &o, &req[i]) != MPI_SUCCESS)
             fail("start in flight", alg, 0, i, -1, 0, 0);
+    /* A blocking call meanwhile (lane 0, beside the lanes of those in flight). */
+    call blk;
+    setup(&blk, CT_ALLREDUCE, PLAIN, 0, 2000, comm);
+    fill(&blk, 30);
+    ct_call bk = as_call(&blk, NULL);
+    if (ct_allreduce(bk.sendbuf, bk.recvbuf, blk.count, MPI_INT, MPI_SUM, comm, &o) !=
+        MPI_SUCCESS)
+        fail("blocking in flight", alg, 0, 0, -1, 0, 0);
+    check(&blk, 30, alg);
+    release(&blk);
+    cases++;
     for (int i = ncalls - 1; i >= 0; i--) {
         ct_wait(&req[i], MPI_STATUS_IGNORE);
         check(&cs[i], 10 + i, alg);
