@@ -232,7 +232,7 @@ int ct_segment_setup(comm_state *st, shm_segment *seg, int color, int size, int 
     }
     int grank;
     PMPI_Comm_rank(group, &grank);
-    /* Every lane's flags (the whole header a few cache lines), then every lane's data:
+    /* Every lane's flags (SHM_LANES x N cache lines), then every lane's data:
      * pages are only touched as calls use them. */
     size_t lane_flags = (size_t)size * FLAG_STRIDE, data = shm_segment_bytes();
     size_t header = SHM_LANES * lane_flags, len = header + SHM_LANES * data;
