@@ -12,8 +12,10 @@
  * ct_waitall) and on two communicators at once; with --threads, four threads each on
  * its own communicator (MPI_THREAD_MULTIPLE). Every value is checked against one
  * computed here. Prints "shm forms: C cases, F failure(s)" at rank 0.
- *   mpiexec -n N test_shm_forms_mpi [--thread] [--threads]
+ *   mpiexec -n N test_shm_forms_mpi [--thread] [--threads] [--hier]
  * --thread runs the progress thread (the offloaded parts), else the waits drive all.
+ * --hier: hier+shm only, for ranks on several hosts (the test bed, docs/TESTBED.md), where
+ * the flat shm algorithms have no segment over the whole communicator.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -485,8 +487,9 @@ static void *thread_main(void *arg)
 
 int main(int argc, char **argv)
 {
-    int thread = 0, threads = 0, provided;
+    int thread = 0, threads = 0, hier_only = 0, provided;
     for (int i = 1; i < argc; i++) {
+        hier_only |= !strcmp(argv[i], "--hier");
         thread |= !strcmp(argv[i], "--thread");
         threads |= !strcmp(argv[i], "--threads");
     }
@@ -517,7 +520,7 @@ int main(int argc, char **argv)
     const int counts[] = {0, 1, 1000, 5000};
     int mode = 0;
     if (!threads) {
-        for (int a = 0; a < 2; a++)
+        for (int a = hier_only; a < 2; a++)
             for (size_t k = 0; k < sizeof flat / sizeof *flat; k++) {
                 ct_coll coll = flat[k];
                 int hier_ok = coll == CT_BCAST || coll == CT_REDUCE || coll == CT_ALLREDUCE ||
@@ -540,7 +543,7 @@ int main(int argc, char **argv)
                             one_case(coll, algs[a], (form)f, var, root, count, comm);
                         }
             }
-        for (int a = 0; a < 2; a++) {
+        for (int a = hier_only; a < 2; a++) {
             in_flight(algs[a], comm, MPI_COMM_NULL);
             in_flight(algs[a], comm, comm2);
         }
