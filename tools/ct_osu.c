@@ -9,7 +9,7 @@
  * changes how the measurement is taken, only what is measured.
  *
  * usage: ct_osu --op OP --sizes B,B,... [--op OP --sizes ...] [--iters K] [--warmup W]
- *               [--between pmpi|mpi]
+ *               [--between pmpi|mpi] [--form blocking|nonblocking|persistent]
  *
  * Sizes mean what the tuning table means (docs/TABLE.md): the message of bcast, the vector
  * of reduce/allreduce (MPI_DOUBLE, summed: B/8 elements), one rank's block of scatter,
@@ -19,6 +19,9 @@
  * OSU's own benchmarks call it: collectives then alternate as in a program (bcast, barrier,
  * bcast, ...), the benchmark of record (docs/BENCHMARKS.md); pmpi (default) keeps it out of
  * the drop-in's sight.
+ * --form nonblocking: each timed call is MPI_I<op> then MPI_Wait (start to completion);
+ * persistent: MPI_<Op>_init once per point, outside the timing (MPI 4, or Open MPI 5), each
+ * timed call MPI_Start then MPI_Wait, MPI_Request_free after the point.
  * Per point: W warm-up calls, then K iterations, each a PMPI_Barrier then the timed call,
  * every rank timing its own call; the iteration's time is the slowest rank's (max over
  * ranks, as OSU's benchmarks report it). One JSON line per point on rank 0's stdout:
@@ -41,6 +44,15 @@ typedef struct group {
 
 static int rank, nprocs;
 static int between_mpi; /* --between mpi: the drop-in's MPI_Barrier between iterations */
+enum { BLOCKING, NONBLOCKING, PERSISTENT };
+static int form; /* --form */
+
+/* MPI 4's persistent collectives: Open MPI 5 has them while it says MPI 3.1. */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define HAVE_PERSISTENT 1
+#else
+#define HAVE_PERSISTENT 0
+#endif
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -65,42 +77,86 @@ static int per_rank_blocks(const char *op)
            !strcmp(op, "alltoall");
 }
 
-/* One call of the operation at `size` bytes, by its MPI name (so the drop-in sees it). */
-static int call(const char *op, long long size, char *a, char *b)
+/* One call of the operation at `size` bytes, by its MPI name (so the drop-in sees it): the
+ * blocking one; or, with req, the start of the non-blocking one (form NONBLOCKING) or the
+ * init of the persistent one (PERSISTENT). */
+static int call_form(const char *op, long long size, char *a, char *b, int f, MPI_Request *req)
 {
     int n = (int)size;
     int doubles = (int)(size / 8) > 0 ? (int)(size / 8) : 1;
+    MPI_Comm w = MPI_COMM_WORLD;
+#if HAVE_PERSISTENT
+    MPI_Info i = MPI_INFO_NULL;
+#define FORMS(blocking, nb, pers) (f == BLOCKING ? (blocking) : f == NONBLOCKING ? (nb) : (pers))
+#else
+#define FORMS(blocking, nb, pers) (f == BLOCKING ? (blocking) : f == NONBLOCKING ? (nb) : -1)
+#endif
     if (!strcmp(op, "bcast"))
-        return MPI_Bcast(a, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        return FORMS(MPI_Bcast(a, n, MPI_BYTE, 0, w), MPI_Ibcast(a, n, MPI_BYTE, 0, w, req),
+                     MPI_Bcast_init(a, n, MPI_BYTE, 0, w, i, req));
     if (!strcmp(op, "reduce"))
-        return MPI_Reduce(a, b, doubles, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+        return FORMS(MPI_Reduce(a, b, doubles, MPI_DOUBLE, MPI_SUM, 0, w),
+                     MPI_Ireduce(a, b, doubles, MPI_DOUBLE, MPI_SUM, 0, w, req),
+                     MPI_Reduce_init(a, b, doubles, MPI_DOUBLE, MPI_SUM, 0, w, i, req));
     if (!strcmp(op, "allreduce"))
-        return MPI_Allreduce(a, b, doubles, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        return FORMS(MPI_Allreduce(a, b, doubles, MPI_DOUBLE, MPI_SUM, w),
+                     MPI_Iallreduce(a, b, doubles, MPI_DOUBLE, MPI_SUM, w, req),
+                     MPI_Allreduce_init(a, b, doubles, MPI_DOUBLE, MPI_SUM, w, i, req));
     if (!strcmp(op, "scatter"))
-        return MPI_Scatter(a, n, MPI_BYTE, b, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        return FORMS(MPI_Scatter(a, n, MPI_BYTE, b, n, MPI_BYTE, 0, w),
+                     MPI_Iscatter(a, n, MPI_BYTE, b, n, MPI_BYTE, 0, w, req),
+                     MPI_Scatter_init(a, n, MPI_BYTE, b, n, MPI_BYTE, 0, w, i, req));
     if (!strcmp(op, "gather"))
-        return MPI_Gather(a, n, MPI_BYTE, b, n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        return FORMS(MPI_Gather(a, n, MPI_BYTE, b, n, MPI_BYTE, 0, w),
+                     MPI_Igather(a, n, MPI_BYTE, b, n, MPI_BYTE, 0, w, req),
+                     MPI_Gather_init(a, n, MPI_BYTE, b, n, MPI_BYTE, 0, w, i, req));
     if (!strcmp(op, "allgather"))
-        return MPI_Allgather(a, n, MPI_BYTE, b, n, MPI_BYTE, MPI_COMM_WORLD);
+        return FORMS(MPI_Allgather(a, n, MPI_BYTE, b, n, MPI_BYTE, w),
+                     MPI_Iallgather(a, n, MPI_BYTE, b, n, MPI_BYTE, w, req),
+                     MPI_Allgather_init(a, n, MPI_BYTE, b, n, MPI_BYTE, w, i, req));
     if (!strcmp(op, "alltoall"))
-        return MPI_Alltoall(a, n, MPI_BYTE, b, n, MPI_BYTE, MPI_COMM_WORLD);
-    return MPI_Barrier(MPI_COMM_WORLD);
+        return FORMS(MPI_Alltoall(a, n, MPI_BYTE, b, n, MPI_BYTE, w),
+                     MPI_Ialltoall(a, n, MPI_BYTE, b, n, MPI_BYTE, w, req),
+                     MPI_Alltoall_init(a, n, MPI_BYTE, b, n, MPI_BYTE, w, i, req));
+    return FORMS(MPI_Barrier(w), MPI_Ibarrier(w, req), MPI_Barrier_init(w, i, req));
+#undef FORMS
+}
+
+/* One timed call in the chosen form (plan: the persistent request, made before). */
+static int call(const char *op, long long size, char *a, char *b, MPI_Request *plan)
+{
+    MPI_Request req;
+    if (form == BLOCKING)
+        return call_form(op, size, a, b, BLOCKING, NULL);
+    if (form == NONBLOCKING) {
+        int rc = call_form(op, size, a, b, NONBLOCKING, &req);
+        return rc == MPI_SUCCESS ? MPI_Wait(&req, MPI_STATUS_IGNORE) : rc;
+    }
+    int rc = MPI_Start(plan);
+    return rc == MPI_SUCCESS ? MPI_Wait(plan, MPI_STATUS_IGNORE) : rc;
 }
 
 static void measure(const char *op, long long size, int iters, int warmup, char *a, char *b,
                     double *mine, double *slowest)
 {
+    MPI_Request plan = MPI_REQUEST_NULL;
+    if (form == PERSISTENT && call_form(op, size, a, b, PERSISTENT, &plan) != MPI_SUCCESS) {
+        fprintf(stderr, "ct_osu: no persistent %s in this MPI\n", op);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
     for (int i = 0; i < warmup; i++)
-        call(op, size, a, b);
+        call(op, size, a, b, &plan);
     for (int i = 0; i < iters; i++) {
         if (between_mpi)
             MPI_Barrier(MPI_COMM_WORLD);
         else
             PMPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
-        call(op, size, a, b);
+        call(op, size, a, b, &plan);
         mine[i] = (MPI_Wtime() - t0) * 1e6;
     }
+    if (plan != MPI_REQUEST_NULL)
+        MPI_Request_free(&plan);
     /* One gathering after the timed loop: nothing but the barrier between iterations. */
     PMPI_Reduce(mine, slowest, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank != 0)
@@ -111,10 +167,11 @@ static void measure(const char *op, long long size, int iters, int warmup, char 
     qsort(slowest, (size_t)iters, sizeof *slowest, cmp_double);
     double median = iters % 2 ? slowest[iters / 2]
                               : (slowest[iters / 2 - 1] + slowest[iters / 2]) / 2;
+    static const char *forms[] = {"blocking", "nonblocking", "persistent"};
     printf("{\"op\": \"%s\", \"size\": %lld, \"ranks\": %d, \"iters\": %d, \"median_us\": %.3f, "
-           "\"min_us\": %.3f, \"max_us\": %.3f, \"avg_us\": %.3f}\n",
+           "\"min_us\": %.3f, \"max_us\": %.3f, \"avg_us\": %.3f, \"form\": \"%s\"}\n",
            op, !strcmp(op, "barrier") ? 0LL : size, nprocs, iters, median, slowest[0],
-           slowest[iters - 1], sum / iters);
+           slowest[iters - 1], sum / iters, forms[form]);
     fflush(stdout);
 }
 
@@ -139,7 +196,8 @@ static void usage(void)
     if (rank == 0)
         fprintf(stderr, "usage: ct_osu --op bcast|reduce|allreduce|scatter|gather|allgather|"
                         "alltoall|barrier --sizes B,B,... [--op ... --sizes ...] [--iters K] "
-                        "[--warmup W] [--between pmpi|mpi]\n");
+                        "[--warmup W] [--between pmpi|mpi] "
+                        "[--form blocking|nonblocking|persistent]\n");
 }
 
 int main(int argc, char **argv)
@@ -169,6 +227,11 @@ int main(int argc, char **argv)
         } else if (!bad && !strcmp(k, "--between")) {
             between_mpi = !strcmp(v, "mpi");
             bad = !between_mpi && strcmp(v, "pmpi");
+        } else if (!bad && !strcmp(k, "--form")) {
+            form = !strcmp(v, "nonblocking") ? NONBLOCKING
+                   : !strcmp(v, "persistent") ? PERSISTENT
+                                              : BLOCKING;
+            bad = form == BLOCKING && strcmp(v, "blocking");
         } else {
             bad = 1;
         }

@@ -18,20 +18,39 @@
 
 #define CT_ENGINE_HIDDEN __attribute__((visibility("hidden")))
 
-/* A shared segment: flags (one cache line per rank of the communicator, by its
- * rank) then data, over a group of ranks that share memory. state 0 before it is
- * made, 1 ready, -1 refused (the group's ranks do not share memory). */
-enum { FLAG_STRIDE = 64 }; /* one cache line per rank's flag in a shared segment */
+/* A shared segment over a group of ranks that share memory: SHM_LANES lanes, each its
+ * own flags (one cache line per rank of the communicator, by its rank), data and epoch.
+ * state 0 before it is made, 1 ready, -1 refused (the group's ranks do not share memory).
+ *
+ * Lanes keep calls in flight apart (issue 36): a flag only rises, so two calls of one
+ * rank on one set of flags must run one after the other. Blocking calls take lane 0, in
+ * call order, as they always did (a rank's blocking calls are in order by nature; the
+ * schedules' WAIT(PREV) keep a slower peer's reads safe). Non-blocking and persistent
+ * starts take lanes 1 .. SHM_LANES - 1 in turn, in start order (the same on every rank:
+ * MPI has every rank start a communicator's collectives in one order), so the lane of a
+ * call is agreed without a message; their schedules open with a gate (WAIT(r, PREV) on
+ * every rank of the group, itself included), polled like any step: the call waits there
+ * until the lane's previous call is done everywhere. More starts in flight than lanes
+ * wait at their gate for the earliest: never a deadlock, since every rank's waits and
+ * tests drive all its pending calls and all ranks start them in one order. */
+enum { FLAG_STRIDE = 64, /* one cache line per rank's flag in a shared segment */
+       SHM_LANES = 4 };
+
+typedef struct shm_lane {
+    void *flags, *data;
+    /* Calls on the lane so far: the epoch of its flags (each lane its own, so that a
+     * call's "the previous call is done" means the previous call on this lane). */
+    unsigned long long seq;
+} shm_lane;
 
 typedef struct shm_segment {
     int state;
     MPI_Comm comm;
-    void *flags, *data; /* the mapping starts at flags */
-    size_t bytes;       /* of data */
+    void *base;         /* the mapping: every lane's flags, then every lane's data */
+    size_t bytes;       /* of data, per lane */
     size_t map_bytes;   /* of the whole mapping */
-    /* Calls on it so far: the epoch of its flags (each segment its own, so that a
-     * call's "the previous call is done" means the previous call on this segment). */
-    unsigned long long seq;
+    shm_lane lane[SHM_LANES];
+    unsigned long long starts; /* non-blocking and persistent starts so far: their lanes */
     /* The group's ranks may read each other's memory (ct_cma_probe, once at setup):
      * the one-copy algorithms' PULL steps, else their copy-through path. */
     int cma;
@@ -135,12 +154,28 @@ static inline comm_state *ct_comm_state_find(MPI_Comm comm)
     return st;
 }
 
+/* A call's epoch on its segment (job->segment; none: nothing): lane 0 for a blocking
+ * call, the next of lanes 1 .. SHM_LANES - 1 for a non-blocking or persistent start
+ * (see shm_segment), its flags and data pointed at. */
+static inline void ct_job_take_epoch(ct_job *job)
+{
+    shm_segment *seg = job->segment;
+    if (!seg)
+        return;
+    shm_lane *l = &seg->lane[0];
+    if (job->form != CT_JOB_BLOCKING) {
+        l = &seg->lane[1 + seg->starts++ % (SHM_LANES - 1)];
+        job->x.shm = l->data;
+        job->x.flags = l->flags;
+    }
+    job->x.epoch = (++l->seq) << 24;
+}
+
 /* A kept job's next call: its tag, and its segment's epoch. */
 static inline void ct_job_next_call(ct_job *job, comm_state *st)
 {
     job->x.tag = (int)(st->seq++ & 0x7fff);
-    if (job->segment)
-        job->x.epoch = (++((shm_segment *)job->segment)->seq) << 24;
+    ct_job_take_epoch(job);
 }
 
 #endif

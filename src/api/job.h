@@ -54,7 +54,13 @@ typedef struct ct_job {
     } repack[3];
     int nrepack;
     int takes_tag; /* the call took a tag of the communicator's sequence */
+    /* How the call came: blocking, non-blocking (its start prepares it), persistent (its
+     * init prepares it, each MPI_Start runs it): which lane of a shared segment it
+     * takes, and when (engine.h). */
+    int form;
 } ct_job;
+
+enum { CT_JOB_BLOCKING = 0, CT_JOB_NONBLOCKING, CT_JOB_PERSISTENT };
 
 /* Checks c and prepares *job for it (a fresh job: zero it first and init its
  * schedule). Returns MPI_SUCCESS with *go = 1 when colltune runs the call; with

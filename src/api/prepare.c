@@ -267,16 +267,6 @@ static int check_form(prep *q)
         return decline(q, MPI_ERR_ARG,
                        "%s algorithm '%s' exchanges the counts in a blocking step: not in a "
                        "non-blocking call", q->cname, e->info.name);
-    /* A call through a node's shared segment first waits for every other rank to be
-     * done with the segment's previous call, not for this rank's own: two in flight on
-     * one rank (non-blocking or persistent starts) can pass that check out of order and
-     * overwrite slots a peer still reads (seen: a persistent allgather/shm started with
-     * a barrier/shm, wrong data, then a hang). Blocking calls only, until the engine
-     * runs a rank's segment calls in order. */
-    if ((e->info.flags & CT_ALG_SHARED_MEMORY) || (q->part_flags & CT_ALG_SHARED_MEMORY))
-        return decline(q, MPI_ERR_ARG,
-                       "%s algorithm '%s' runs through the node's shared segment: blocking "
-                       "calls only", q->cname, e->info.name);
     q->why = CT_WHY_ARGS;
     return 1;
 }
@@ -375,6 +365,9 @@ static int build_job(prep *q, ct_job *job, const char **ran)
     }
     job->state = st;
     job->segment = q->segment;
+    job->form = !c->request                                  ? CT_JOB_BLOCKING
+                : q->native_on_reject == CT_REJECT_REPORT ? CT_JOB_PERSISTENT
+                                                          : CT_JOB_NONBLOCKING;
     job->alg = e; /* an empty call (no bytes) too: what the log and errors name */
     job->empty = 0;
     job->unpack_after = 0;

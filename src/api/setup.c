@@ -129,6 +129,37 @@ static int dst_view(ct_job *st, void *buf, MPI_Datatype t, size_t bytes, void **
 
 /* ---- Running a schedule ------------------------------------------------- */
 
+/* A non-blocking or persistent call's schedule on a segment opens with the lane's gate
+ * (engine.h, shm_segment): a round of WAIT(r, PREV) on every rank r of the segment's
+ * group, this one included, so the call touches the lane's flags and data only once the
+ * lane's previous call is done on all of them. A WAIT is a polled step: a start returns
+ * at once, the waits, tests and the progress thread pass the gate when it opens. */
+static int add_gate(ct_sched *s, const ct_params *p)
+{
+    ct_sched g;
+    ct_sched_init(&g);
+    g.nbufs = s->nbufs;
+    memcpy(g.buf_count, s->buf_count, sizeof g.buf_count);
+    g.shm_parts = s->shm_parts;
+    ct_sched_round(&g);
+    for (int r = 0; r < p->size; r++)
+        if (!p->node_of || p->node_of[r] == p->node_of[p->rank]) /* the node's segment */
+            ct_sched_wait(&g, r, CT_STEP_PREV);
+    for (int rd = 0; rd < s->nrounds; rd++) {
+        ct_sched_round(&g);
+        int first = s->round_start[rd], len = ct_sched_round_len(s, rd);
+        for (int i = first; i < first + len; i++)
+            ct_sched_add_op(&g, &s->ops[i]);
+    }
+    if (g.error) {
+        ct_sched_free(&g);
+        return MPI_ERR_NO_MEM;
+    }
+    ct_sched_free(s);
+    *s = g;
+    return MPI_SUCCESS;
+}
+
 /* The schedule of the call, from the job's cache when the same shape ran last,
  * and the private communicator and tag it runs with. */
 int ct_prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry *e,
@@ -139,16 +170,16 @@ int ct_prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry *e,
     memcpy(&key, p, sizeof *p);
     shm_segment *seg = job->segment;
     if (seg) {
-        /* Elements of the call's type the segment holds (element i at i * extent). */
+        /* Elements of the call's type a lane holds (element i at i * extent). */
         MPI_Aint over = job->x.true_extent > job->x.extent ? job->x.true_extent - job->x.extent
                                                           : 0;
         key.shm_count = job->x.extent > 0 && (MPI_Aint)seg->bytes > over
                             ? (size_t)(((MPI_Aint)seg->bytes - over) / job->x.extent)
                             : 0;
         key.cma = seg->cma;
-        job->x.shm = seg->data;
+        job->x.shm = seg->lane[0].data; /* a start's lane replaces them (ct_job_take_epoch) */
         job->x.shm_bytes = seg->bytes;
-        job->x.flags = seg->flags;
+        job->x.flags = seg->lane[0].flags;
         job->x.flag_stride = FLAG_STRIDE;
         job->x.shm_rank = p->rank;
         job->x.shm_size = (unsigned long long)(p->count * p->type_size);
@@ -157,15 +188,22 @@ int ct_prepare_schedule(comm_state *st, ct_job *job, const ct_registry_entry *e,
         job->have_key = 0;
         if (ct_sched_generate(e->info.name, &key, &job->sched))
             return MPI_ERR_INTERN; /* out of memory, or a generator refusing its parameters */
+        if (seg && job->form != CT_JOB_BLOCKING) {
+            int rc = add_gate(&job->sched, p);
+            if (rc != MPI_SUCCESS)
+                return rc;
+        }
         job->key_alg = e;
         memcpy(&job->key_params, &key, sizeof key);
         job->have_key = 1;
     }
     /* The segment's epoch only once the call will run on it: a call refused here (an
-     * element larger than the segment) goes to the library, and the segment's next call
-     * must still find the flags of the previous one. */
-    if (seg)
-        job->x.epoch = (++seg->seq) << 24;
+     * element larger than the segment) goes to the library, and the lane's next call
+     * must still find the flags of the previous one. A persistent call takes none at
+     * its init, which runs nothing: each MPI_Start takes its own (ct_job_restart), else
+     * every rank's first start would wait for an epoch no call ran. */
+    if (job->form != CT_JOB_PERSISTENT)
+        ct_job_take_epoch(job);
     job->alg = e;
     job->params = key;
     job->x.comm = st->priv;

@@ -76,7 +76,7 @@ static int segment_track(shm_segment *seg)
         }
     }
     if (rc == MPI_SUCCESS)
-        live[nlive++] = (live_segment){seg->flags, seg->map_bytes, seg->comm, seg};
+        live[nlive++] = (live_segment){seg->base, seg->map_bytes, seg->comm, seg};
     pthread_mutex_unlock(&keyval_lock);
     return rc;
 }
@@ -131,7 +131,7 @@ void ct_state_unref(comm_state *st, int collective)
 /* ---- The node's shared segment ------------------------------------------------ */
 
 
-/* COLLTUNE_SHM_BYTES (bytes, K/M/G suffixes), default 4 MiB: the data part of a
+/* COLLTUNE_SHM_BYTES (bytes, K/M/G suffixes), default 4 MiB: the data of each lane of a
  * communicator's segment; its size bounds the shared-memory algorithms' chunks. */
 static size_t shm_segment_bytes(void)
 {
@@ -233,27 +233,36 @@ int ct_segment_setup(comm_state *st, shm_segment *seg, int color, int size, int 
     }
     int grank;
     PMPI_Comm_rank(group, &grank);
-    size_t header = (size_t)size * FLAG_STRIDE, data = shm_segment_bytes();
+    /* Every lane's flags (SHM_LANES x N cache lines), then every lane's data:
+     * pages are only touched as calls use them. */
+    size_t lane_flags = (size_t)size * FLAG_STRIDE, data = shm_segment_bytes();
+    size_t header = SHM_LANES * lane_flags, len = header + SHM_LANES * data;
     void *base = NULL;
-    if ((rc = map_shared(group, grank, header + data, &base)) != MPI_SUCCESS) {
+    if ((rc = map_shared(group, grank, len, &base)) != MPI_SUCCESS) {
         PMPI_Comm_free(&group);
         return rc;
     }
     if (grank == 0)
-        for (int r = 0; r < size; r++)
-            atomic_store((_Atomic unsigned long long *)((char *)base + (size_t)r * FLAG_STRIDE),
-                         (unsigned long long)CT_STEP_DONE);
+        for (int k = 0; k < SHM_LANES; k++)
+            for (int r = 0; r < size; r++)
+                atomic_store((_Atomic unsigned long long *)((char *)base + k * lane_flags +
+                                                            (size_t)r * FLAG_STRIDE),
+                             (unsigned long long)CT_STEP_DONE);
     seg->comm = group;
-    seg->flags = base;
-    seg->map_bytes = header + data;
+    seg->base = base;
+    seg->map_bytes = len;
     if ((rc = PMPI_Barrier(group)) != MPI_SUCCESS || (rc = segment_track(seg)) != MPI_SUCCESS) {
-        munmap(base, header + data);
+        munmap(base, len);
         PMPI_Comm_free(&group);
         return rc;
     }
     seg->cma = ct_cma_probe(group);
-    seg->flags = base;
-    seg->data = (char *)base + header;
+    for (int k = 0; k < SHM_LANES; k++) {
+        seg->lane[k].flags = (char *)base + k * lane_flags;
+        seg->lane[k].data = (char *)base + header + k * data;
+        seg->lane[k].seq = 0;
+    }
+    seg->starts = 0;
     seg->bytes = data;
     seg->state = 1;
     return MPI_SUCCESS;

@@ -323,7 +323,7 @@ static void build_registry_json(void)
             (a->flags & NATIVE) ? "true" : "false", (a->flags & HIER) ? "true" : "false",
             (a->flags & SHM) ? "true" : "false",
             /* what the engine refuses in a non-blocking or persistent call (check_form) */
-            (a->flags & (SHM | CT_ALG_ALL_COUNTS)) ? "true" : "false",
+            (a->flags & CT_ALG_ALL_COUNTS) ? "true" : "false",
             a->default_segsize, a->summary);
     }
     if (used < sizeof registry_json)

@@ -42,7 +42,7 @@ typedef enum {
     CT_WHY_NONCOMMUTATIVE, /* the algorithm needs a commutative op, the call's is not */
     CT_WHY_INTER,          /* an inter-communicator */
     CT_WHY_ARGS,           /* a datatype, op, count or argument colltune does not take */
-    CT_WHY_FORM,           /* the algorithm does not serve this form (shm non-blocking, ...) */
+    CT_WHY_FORM,           /* the algorithm does not serve this form (counts-first v-variants, ...) */
     CT_WHY_SHM_ELEMENT,    /* an element larger than the shared segment's slot */
     CT_WHY_NOT_ONE_NODE,   /* a shared-memory algorithm, ranks on several nodes */
     CT_WHY_LARGE_COUNT,    /* a _c call whose counts do not fit an int */

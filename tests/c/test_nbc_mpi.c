@@ -178,39 +178,6 @@ static void outstanding(void)
     MPI_Comm_free(&dup);
 }
 
-/* The node's shared segment serves blocking calls only (two calls in flight on one
- * rank could pass its step checks out of order, src/api/prepare.c): a non-blocking start
- * of a shm algorithm is refused with MPI_ERR_ARG and no request. */
-static void shm_refused(ct_coll coll, const char *alg)
-{
-    MPI_Comm c;
-    MPI_Comm_dup(MPI_COMM_WORLD, &c);
-    MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
-    ct_options o;
-    ct_options_init(&o);
-    o.algorithm = alg;
-    int a[4] = {1, 2, 3, 4}, *b = calloc((size_t)nprocs * 4, sizeof *b);
-    MPI_Request req = MPI_REQUEST_NULL;
-    int rc = coll == CT_BCAST     ? ct_ibcast(a, 4, MPI_INT, 0, c, &o, &req)
-             : coll == CT_REDUCE  ? ct_ireduce(a, b, 4, MPI_INT, MPI_SUM, 0, c, &o, &req)
-             : coll == CT_ALLREDUCE ? ct_iallreduce(a, b, 4, MPI_INT, MPI_SUM, c, &o, &req)
-             : coll == CT_SCATTER ? ct_iscatter(b, 1, MPI_INT, a, 1, MPI_INT, 0, c, &o, &req)
-                                  : ct_igather(a, 1, MPI_INT, b, 1, MPI_INT, 0, c, &o, &req);
-    int cls = MPI_SUCCESS;
-    if (rc != MPI_SUCCESS)
-        MPI_Error_class(rc, &cls);
-    if (cls != MPI_ERR_ARG || req != MPI_REQUEST_NULL) {
-        failures++;
-        fprintf(stderr, "FAIL rank %d: non-blocking %s/%s not refused (rc %d)\n", rank,
-                ct_coll_name(coll), alg, rc);
-        if (req != MPI_REQUEST_NULL)
-            ct_wait(&req, MPI_STATUS_IGNORE);
-    }
-    cases++;
-    free(b);
-    MPI_Comm_free(&c);
-}
-
 static double now(void)
 {
     struct timespec t;
@@ -276,10 +243,8 @@ int main(int argc, char **argv)
             const ct_algorithm_info *info = ct_algorithm_get(a);
             if (info->coll != colls[ci] || (info->flags & CT_ALG_NATIVE))
                 continue;
-            if (info->flags & CT_ALG_SHARED_MEMORY) {
-                shm_refused(colls[ci], info->name);
-                continue;
-            }
+            if (info->flags & CT_ALG_SHARED_MEMORY)
+                continue; /* every form of them: tests/c/test_shm_forms_mpi.c */
             for (size_t si = 0; si < sizeof splits / sizeof *splits; si++)
                 for (int ri = 0; ri < 3; ri++)
                     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++) {

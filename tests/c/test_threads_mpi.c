@@ -101,8 +101,7 @@ static int one(MPI_Comm comm, int thread, int iter, ct_coll coll, const char *al
         cmp = me == root ? count : 0;
         break;
     case CT_ALLREDUCE:
-        if (iter % 3 == 0 && strcmp(alg, "shm")) { /* the non-blocking form, waited at once
-                                                    * (shm: blocking calls only) */
+        if (iter % 3 == 0) { /* the non-blocking form, waited at once */
             MPI_Request req;
             rc = ct_iallreduce(in, a, count, MPI_INT, MPI_SUM, comm, &o, &req);
             if (rc == MPI_SUCCESS)

@@ -96,9 +96,10 @@ def subprocess_env(**extra: str) -> dict[str, str]:
 
 
 def nonblocking_algorithms(ops: tuple[str, ...]) -> dict[str, list[str]]:
-    """colltune's algorithms of each operation that may serve a non-blocking call (not
-    native, not the shm family, which serves blocking calls only), from the C registry;
-    empty lists when no build is there."""
+    """colltune's point-to-point algorithms of each operation (not native, not the shm
+    family, whose non-blocking forms test_requests.py's test_shm_serves_nonblocking_calls
+    and tests/c/test_shm_forms_mpi.c cover), from the C registry; empty lists when no
+    build is there."""
     from colltune.core.mpi import MPIBuild, MPIError
     try:
         registry = MPIBuild.select().registry()

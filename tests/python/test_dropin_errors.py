@@ -133,9 +133,8 @@ def test_forced_algorithms_give_the_native_errors(build, native, index, nranks):
     seen = routed(p.stderr)
     for op, alg in chosen.items():
         for name in function_names(op):
-            # the shm family serves blocking calls only: a non-blocking one goes native
-            want = "native" if alg == "shm" and name.startswith("I") else alg
-            assert want in seen.get(name, set()), (name, want, seen.get(name))
+            # the shm family serves every call form (issue 36): the non-blocking ones too
+            assert alg in seen.get(name, set()), (name, alg, seen.get(name))
 
 
 @pytest.fixture(scope="module")
@@ -176,11 +175,9 @@ def test_tuning_table_gives_the_native_errors(build, native, table, nranks):
     for op in OPS:
         for name in function_names(op):
             algs = seen.get(name, set())
-            # the shm family serves blocking calls only: a non-blocking one goes native
-            usable = named[op] - {"shm"} if name.startswith("I") else named[op]
-            assert algs <= usable | {"native"}, (name, algs, usable)
-            assert algs & usable or (usable != named[op] and algs == {"native"}), \
-                (name, algs, usable)
+            # every algorithm, the shm family's too, serves the non-blocking forms
+            assert algs <= named[op] | {"native"}, (name, algs, named[op])
+            assert algs & named[op], (name, algs, named[op])
 
 
 def test_unknown_algorithm_goes_through_the_error_handler(build):

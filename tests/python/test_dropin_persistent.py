@@ -5,8 +5,9 @@ started three times (MPI_Start + MPI_Wait, MPI_Startall + MPI_Waitall, MPI_Start
 MPI_Test loop) with fresh input, on the world and a split communicator, results checked by
 the program. Forcing the k-th algorithm of every operation at once, every init of every
 operation (the _c ones too: the COLLTUNE_LOG=debug lines against the program's own count)
-is prepared by colltune with that algorithm, except those that broadcast counts first (a
-blocking step) or run through the node's shared segment (blocking calls only): native;
+is prepared by colltune with that algorithm (the shm family's too: each start takes a lane
+of the node's segment, issue 36), except those that broadcast counts first (a blocking
+step): native;
 without forcing every init is the library's; the monitor counts the library's inits."""
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", *VARS.values())
 
 def _algorithms() -> tuple[dict[str, list[str]], set[tuple[str, str]]]:
     """Every operation's colltune algorithms, and those a persistent init leaves to the
-    library: counts exchanged first (a blocking step) or the node's shared segment
-    (blocking calls only, docs/DROPIN.md)."""
+    library: counts exchanged first (a blocking step, docs/DROPIN.md)."""
     try:
         reg = MPIBuild.select().registry()
     except MPIError:
@@ -42,8 +42,6 @@ def _algorithms() -> tuple[dict[str, list[str]], set[tuple[str, str]]]:
     for a in reg:
         if not a["native"] and a["coll"] in out:
             out[a["coll"]].append(a["name"])
-            if a["shared_memory"]:
-                native.add((a["coll"], a["name"]))
     return out, native
 
 

@@ -31,9 +31,6 @@ BLOCKING = {op: op[1:] if op.startswith("i") else op for op in OPS}
 # Algorithms that broadcast the root's counts before they start (a blocking exchange): their
 # operation's non-blocking form runs native instead.
 COUNTS_FIRST = {("gatherv", "binomial"), ("scatterv", "binomial")}
-# The node's shared segment serves blocking calls only (docs/ALGORITHMS.md): a non-blocking
-# form with a shm algorithm forced runs native too.
-SHM = "shm"
 EXPORT = ("LD_PRELOAD", "COLLTUNE_LOG", "COLLTUNE_MONITOR", "COLLTUNE_BARRIER_ALGORITHM",
           *(f"COLLTUNE_{op.upper()}_ALGORITHM" for op in OPS))
 
@@ -98,8 +95,7 @@ def test_forced_algorithm_runs_every_call_the_large_count_ones_too(build, op, al
         assert per_rank == 4, p.stdout
     for each in OPS:
         assert n[each] == per_rank * NRANKS, n
-        ours = BLOCKING[each] == op and not (each != op and ((op, alg) in COUNTS_FIRST
-                                                              or alg == SHM))
+        ours = BLOCKING[each] == op and not (each != op and (op, alg) in COUNTS_FIRST)
         want = {alg: n[each]} if ours else {"native": n[each]}
         assert routed(p.stderr, each) == want, each
 

@@ -36,7 +36,7 @@ PENDING = re.compile(r"rank (\d+) pending comms (-?\d+) datatypes (-?\d+) ops (-
 LOG = re.compile(r"MPI_I([a-z]+) \d+ bytes -> ([a-z0-9_]+)")
 
 
-# The shm family serves blocking calls only (docs/ALGORITHMS.md: test_shm_goes_native).
+# The point-to-point algorithms; the shm family in one run of its own (test_shm_serves_...).
 ALGS = nonblocking_algorithms(OPS)
 ROUNDS = max((len(v) for v in ALGS.values()), default=0)
 
@@ -116,19 +116,17 @@ def test_every_completion_call_with_every_algorithm(build, nranks, tmp_path):
                 assert (op, env[f"COLLTUNE_{op.upper()}_ALGORITHM"]) in ran, (name, op, ran)
 
 
-def test_shm_goes_native(build):
-    """shm forced for every operation: each non-blocking call runs native (the node's
-    shared segment serves blocking calls only), with the native results."""
+def test_shm_serves_nonblocking_calls(build):
+    """shm forced for every operation: each non-blocking call runs through the node's shared
+    segment (issue 36: a lane of its own per call in flight), with the native results,
+    under every completion call."""
     nranks = NRANKS[-1]
     want = native(build, nranks)
     env = {f"COLLTUNE_{op.upper()}_ALGORITHM": "shm" for op in OPS}
-    # native, so no early free of the communicator under Open MPI (its libnbc crashes on
-    # one, docs/DROPIN.md), as the reference run does
-    free = ["--free", "type,op"] if build.flavor == "openmpi" else []
-    p = run(build, nranks, *free, COLLTUNE_LOG="debug", **env)
+    p = run(build, nranks, COLLTUNE_LOG="debug", **env)
     assert digests(p, nranks, ("shm", env)) == want
     ran = {(op, alg) for op, alg in LOG.findall(p.stderr) if op in OPS}
-    assert ran == {(op, "native") for op in OPS}, sorted(ran)
+    assert ran == {(op, "shm") for op in OPS}, sorted(ran)
 
 
 def test_without_a_progress_thread(build):

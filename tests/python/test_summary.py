@@ -127,14 +127,14 @@ def test_table_summary_matches_the_debug_lines(build, tmp_path):
 
 
 def test_forced_summary_matches_the_debug_lines(build):
-    """A forced algorithm with its segment size; the forms it cannot serve (shm is for
-    blocking calls) and the operations not forced go native, each with its reason."""
+    """A forced algorithm with its segment size serves every form (shm: blocking,
+    non-blocking and persistent calls); the calls it cannot take (a non-commutative op for
+    ring) and the operations not forced go native, each with its reason."""
     p = launch(build, COLLTUNE_BCAST_ALGORITHM="shm", COLLTUNE_SEGSIZE="4096",
                COLLTUNE_ALLREDUCE_ALGORITHM="ring", COLLTUNE_LOG="debug")
     got = same_counts(p)
     assert "colltune: forced COLLTUNE_BCAST_ALGORITHM=shm" in p.stderr
-    assert got["bcast"] == Counter({"shm (segsize 4096)": 16,
-                                    "native (form not served)": 5 + persistent(p)})
+    assert got["bcast"] == Counter({"shm (segsize 4096)": 16 + 5 + persistent(p)})
     assert got["allreduce"] == Counter({"ring": 20, "native (non-commutative op)": 4})
     assert got["scan"] == Counter({"native (not forced, no table)": 3})
 
