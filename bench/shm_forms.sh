@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Shared memory under every call form (issue 36, docs/bench-notes/shm-forms.md): start to
+# Shared memory under every call form (issue 36, docs/BENCHMARKS.md section 36): start to
 # completion of the non-blocking (MPI_I<op> + MPI_Wait) and persistent (MPI_Start +
 # MPI_Wait, the init outside the timing) forms against the blocking call, colltune's shm
 # through the drop-in (the barrier between iterations shm too, --between mpi, as in
