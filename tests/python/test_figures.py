@@ -150,3 +150,43 @@ def test_counts_have_integer_ticks(figures):
                 assert float(text.replace("\u2212", "-")).is_integer(), (f["label"], text)
             checked += 1
     assert checked == 2
+
+
+def test_point_to_point_sizes_between_powers_of_two_do_not_collide():
+    """Issue 39: fig. 5 (point-to-point costs) labelled every measured size, and a
+    measurement at half-octave sizes (45.25 KiB, 1.414 MiB) ran its labels together."""
+    import math
+
+    from colltune.p2p import report as p2p_report
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    sizes = sorted({max(1, round(2 ** (k / 2))) for k in range(0, 49)})  # 1 B .. 16 MiB
+    points = [{"size_bytes": s, "os_us": 1 + s / 1e4, "or_us": 1 + s / 2e4,
+               "g_us": 0.5 + s / 1e4, "oneway_us": 2 + s / 5e3,
+               "mode": "eager" if s < 65536 else "rendezvous"} for s in sizes]
+    drawn = []
+    mp = pytest.MonkeyPatch()
+    original = plot.to_svg
+
+    def spy(fig, label):
+        FigureCanvasAgg(fig)
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        labels = [t for t in fig.axes[0].xaxis.get_ticklabels()
+                  if t.get_visible() and t.get_text()]
+        boxes = [t.get_window_extent(renderer) for t in labels]
+        pairs = itertools.combinations(zip(labels, boxes, strict=True), 2)
+        drawn.append(([t.get_text() for t in labels],
+                      [(a.get_text(), b.get_text()) for (a, ba), (b, bb) in pairs
+                       if ba.overlaps(bb)]))
+        return original(fig, label)
+
+    mp.setattr(plot, "to_svg", spy)
+    try:
+        p2p_report._p2p_svg(points)
+    finally:
+        mp.undo()
+    (texts, overlap), = drawn
+    assert overlap == [], texts
+    assert len(texts) >= 4 and not any("." in t for t in texts), texts
+    assert math.isclose(len(texts), 7, abs_tol=2)

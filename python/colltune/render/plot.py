@@ -37,9 +37,13 @@ PLOT_LOCK = threading.Lock()
 
 
 def size_axis(axis, sizes: list[int]) -> None:
-    # Every measured size, thinned to about ten labels so they never overlap.
-    step = max(1, math.ceil(len(sizes) / 10))
-    axis.set_major_locator(FixedLocator(sizes[::step] or [1]))
+    # The measured sizes that are powers of two (short labels: 1 KiB, not 1.414 KiB, whose
+    # long labels collided on the point-to-point figure's half-decade sizes, issue 39),
+    # else every measured size, thinned to about eight labels so they never overlap.
+    pow2 = [s for s in sizes if s > 0 and s & (s - 1) == 0]
+    ticks = pow2 if len(pow2) >= 2 else sizes
+    step = max(1, math.ceil(len(ticks) / 8))
+    axis.set_major_locator(FixedLocator(ticks[::step] or [1]))
     axis.set_minor_locator(NullLocator())
     axis.set_major_formatter(FuncFormatter(lambda x, _: fmt_size(x)))
 
