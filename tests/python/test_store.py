@@ -412,9 +412,11 @@ def test_export_csv_one_row_per_result_or_per_sample(filled_db, docs, tmp_path, 
 
 
 def test_export_names_the_file_it_could_not_write(filled_db, tmp_path, capsys):
+    """Checked before anything is read (issue 39): exit 2 and one line."""
     target = tmp_path / "no" / "such" / "run.csv"
-    assert store_cli.main(["export", "1", "--db", str(filled_db), "-o", str(target)]) == 1
-    assert f"cannot write {target}" in capsys.readouterr().err
+    assert store_cli.main(["export", "1", "--db", str(filled_db), "-o", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write {target}: no such directory" in err and err.count("\n") == 1, err
 
 
 def test_export_json_is_the_whole_run(filled_db, docs, tmp_path):
