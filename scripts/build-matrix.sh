@@ -12,7 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${JOBS:-2}
-say() { printf '\033[1m[matrix]\033[0m %s\n' "$*" >&2; }
+# Bold only where a person reads it: a file or a pipe (a CI log) gets plain text.
+if [ -t 2 ]; then
+    say() { printf '\033[1m[matrix]\033[0m %s\n' "$*" >&2; }
+else
+    say() { printf '[matrix] %s\n' "$*" >&2; }
+fi
 
 if [ -n "${MPICC:-}" ]; then
     mpicc=$MPICC

@@ -11,7 +11,12 @@
 # under TSan once every rank has its verdict (Open MPI 5.0.11 dies in MPI_Init).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-say() { printf '\033[1m[sanitize]\033[0m %s\n' "$*" >&2; }
+# Bold only where a person reads it: a file or a pipe (a CI log) gets plain text.
+if [ -t 2 ]; then
+    say() { printf '\033[1m[sanitize]\033[0m %s\n' "$*" >&2; }
+else
+    say() { printf '[sanitize] %s\n' "$*" >&2; }
+fi
 . scripts/lib.sh
 if [ -n "${MPICC:-}" ]; then name=system; mpicc=$MPICC; else
     name=mpich; mpicc=$PWD/.mpi/mpich/bin/mpicc

@@ -12,7 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 PYTHON=${PYTHON:-python3}
-say() { printf '\033[1m[test-wheel]\033[0m %s\n' "$*" >&2; }
+# Bold only where a person reads it: a file or a pipe (a CI log) gets plain text.
+if [ -t 2 ]; then
+    say() { printf '\033[1m[test-wheel]\033[0m %s\n' "$*" >&2; }
+else
+    say() { printf '[test-wheel] %s\n' "$*" >&2; }
+fi
 . scripts/lib.sh
 
 work=$ROOT/build/wheel-test

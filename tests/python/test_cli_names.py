@@ -356,10 +356,14 @@ def test_bench_json_prints_the_document_on_stdout(tmp_path):
 
 
 @pytest.mark.parametrize(("script", "tag"), [("scripts/setup.sh", "setup"),
-                                             ("scripts/test.sh", "test")])
+                                             ("scripts/test.sh", "test"),
+                                             ("scripts/build-matrix.sh", "matrix"),
+                                             ("scripts/check-sanitize.sh", "sanitize"),
+                                             ("scripts/test-wheel.sh", "test-wheel")])
 def test_scripts_say_plain_text_off_a_terminal(script, tag):
-    """setup.sh's and test.sh's `say`, its stderr a pipe (a CI log, `> log 2>&1`): no escape
-    codes. (Only the definition runs: the scripts themselves build and test for minutes.)"""
+    """The scripts' `say` (setup, test and the ones test.sh runs), its stderr a pipe (a CI
+    log, `> log 2>&1`): no escape codes. (Only the definition runs: the scripts themselves
+    build and test for minutes.)"""
     text = (ROOT / script).read_text()
     m = re.search(r"^if \[ -t 2 \]; then\n.*?^fi\n", text, re.S | re.M)
     assert m, f"{script}: say is no longer chosen by whether stderr is a terminal"
