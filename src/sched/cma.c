@@ -52,8 +52,10 @@ int ct_cma_probe(MPI_Comm group)
     const char *v = getenv("COLLTUNE_CMA");
     int off = v && !strcmp(v, "off");
     /* Every rank offers a word whose value only it knows (its pid and rank mixed),
-     * and reads its right neighbour's. */
-    static volatile unsigned long long word;
+     * and reads its right neighbour's. On this rank's stack: it stays valid until the
+     * Allreduce below, which no rank enters before its read, and threads probing their
+     * own communicators at once each have their own. */
+    volatile unsigned long long word;
     word = 0x636d610000000000ULL ^ ((unsigned long long)ct_cma_pid() << 16) ^ (unsigned)rank;
     unsigned long long mine[3] = {(unsigned long long)ct_cma_pid(),
                                   (unsigned long long)(uintptr_t)&word, word};
