@@ -68,6 +68,7 @@ void ct_workspace_free(ct_workspace *w)
     free(w->slab);
     free(w->reqs);
     free(w->scratch);
+    free(w->pulled);
     memset(w, 0, sizeof *w);
 }
 
@@ -189,9 +190,25 @@ static int pull(const ct_exec_run *x, const ct_op *o)
         f + (o->a.buf == CT_BUF_SRC ? WORD_SRC : WORD_DST), memory_order_relaxed);
     size_t bytes = (size_t)((MPI_Aint)(o->a.count - 1) * c->extent + c->true_extent);
     const char *from = (const char *)base + (MPI_Aint)o->a.off * c->extent + c->true_lb;
-    char *to = (char *)region(x->bases, c, &o->b) + c->true_lb;
+    char *to = (char *)region(x->bases, c, &o->b);
     ct_monitor_shm(0, (unsigned long long)o->a.count * c->type_size);
-    return ct_cma_read(pid, from, to, bytes);
+    if (c->contiguous)
+        return ct_cma_read(pid, from, to + c->true_lb, bytes);
+    /* A type with holes: the span comes over whole (holes included) into the workspace,
+     * then only the elements' data go into the destination, whose holes MPI leaves alone. */
+    ct_workspace *w = x->w;
+    if (bytes > w->pulled_len) {
+        void *n = realloc(w->pulled, bytes);
+        if (!n)
+            return MPI_ERR_NO_MEM;
+        w->pulled = n;
+        w->pulled_len = bytes;
+    }
+    int rc = ct_cma_read(pid, from, w->pulled, bytes);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return local_copy(c, (char *)w->pulled - c->true_lb, to, o->a.count, &w->scratch,
+                      &w->scratch_len);
 }
 
 /* Whether peer has passed step of this call (CT_STEP_PREV: is done with the last). */

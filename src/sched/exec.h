@@ -45,6 +45,10 @@ typedef struct ct_workspace {
     int nreqs;
     void *scratch;
     size_t scratch_len;
+    /* A PULL of a type with holes lands here first, then is copied element by element
+     * (the destination's holes must stay as they are). */
+    void *pulled;
+    size_t pulled_len;
 } ct_workspace;
 
 void ct_workspace_free(ct_workspace *w);
