@@ -9,7 +9,6 @@ MPI_Ibcast, MPI_Bcast_init), and its finalize summary counts them. `tune_points`
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 
@@ -18,12 +17,9 @@ from colltune.core.mpi import MPIBuild, MPIError
 from colltune.tune.table import load, validate
 from colltune.tune.tune import tune_points
 from conftest import run_plain
+from test_summary import DEBUG  # rank 0's debug lines, read one way for both tests
 
 NRANKS = 2
-END = r"(?=\n|colltune:|$)"
-# rank 0's debug line for a call: the MPI function, what ran, why native where it was
-DEBUG = re.compile(r"colltune: rank 0/\d+ MPI_(\w+?) -?\d+ bytes -> ([a-z0-9_]+)"
-                   r"(?: segsize \d+)?(?: \(([^)]*)\))?" + END)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +33,7 @@ def build() -> MPIBuild:
 
 
 def ran(stderr: str, call: str) -> set[tuple[str, str]]:
-    return {(alg, why) for name, alg, why in DEBUG.findall(stderr) if name == call}
+    return {(alg, why) for name, alg, _, why in DEBUG.findall(stderr) if name == call}
 
 
 def test_tune_every_form_and_the_drop_in_looks_them_up(build, tmp_path, child_env):
