@@ -56,6 +56,10 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
  * the log; -1 when the arguments make no sense. */
 long long ct_call_bytes(const ct_call *c);
 
+/* The communicator's size, rank and whether it is an inter-communicator: from colltune's
+ * state of it when it has one (a repeated call asks MPI nothing), else from MPI. */
+void ct_call_comm_shape(MPI_Comm comm, int *size, int *rank, int *inter);
+
 /* The MPI library's own collective for c (through PMPI): the non-blocking one
  * when c->request is set. */
 int ct_call_native(const ct_call *c);

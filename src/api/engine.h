@@ -63,6 +63,10 @@ typedef struct shm_segment {
 typedef struct job_slot {
     ct_job job;
     int fast_ok;              /* call/opts/alg hold the call the job serves as it is */
+    /* Scatter, gather, allgather, alltoall run on byte views of the caller's buffers: on
+     * the fast path only where those views are the caller's buffers themselves (dense
+     * types, nothing packed or unpacked), which the next equal call then points at. */
+    unsigned char bind_src, bind_dst;
     ct_call call;
     ct_options opts;
     char alg[64];
@@ -76,6 +80,7 @@ enum { JOB_SLOTS = 4 };
 
 typedef struct comm_state {
     MPI_Comm priv;      /* private duplicate: our messages never meet the app's */
+    int size, rank, inter; /* of the program's communicator (ct_call_comm_shape) */
     atomic_int refs;    /* the communicator's attribute and each pending job (ct_job_retain):
                            the state outlives an MPI_Comm_free while a job still runs on it */
     unsigned seq;       /* calls so far, for tags */
@@ -142,15 +147,31 @@ CT_ENGINE_HIDDEN int ct_named_type(MPI_Datatype t);
 /* The keyval of colltune's communicator attribute (state.c). */
 CT_ENGINE_HIDDEN extern int ct_state_keyval;
 
+/* Bumped whenever a communicator's state goes (its attribute's delete callback): a
+ * handle MPI gives again to a new communicator must not find the old one's state. */
+CT_ENGINE_HIDDEN extern atomic_uint ct_state_generation;
+
 /* colltune's state of comm if it has one (no collective set-up, unlike
- * ct_comm_state_get). */
+ * ct_comm_state_get). The last one found, per thread, is remembered: the attribute
+ * lookup was a tenth of a repeated call's instructions (docs/BENCHMARKS.md section 39). */
 static inline comm_state *ct_comm_state_find(MPI_Comm comm)
 {
+    static _Thread_local struct {
+        MPI_Comm comm;
+        unsigned generation; /* 0: nothing remembered (the generations start at 1) */
+        comm_state *st;
+    } last;
+    unsigned generation = atomic_load_explicit(&ct_state_generation, memory_order_acquire);
+    if (last.generation == generation && last.comm == comm)
+        return last.st;
     int flag = 0;
     comm_state *st = NULL;
     if (comm == MPI_COMM_NULL || ct_state_keyval == MPI_KEYVAL_INVALID ||
         PMPI_Comm_get_attr(comm, ct_state_keyval, &st, &flag) != MPI_SUCCESS || !flag)
         return NULL;
+    last.comm = comm;
+    last.generation = generation;
+    last.st = st;
     return st;
 }
 

@@ -17,13 +17,32 @@
 
 /* Bytes per rank the call moves (the block of the data-movement operations),
  * for the tuning table and the log; -1 when the arguments make no sense. */
+void ct_call_comm_shape(MPI_Comm comm, int *size, int *rank, int *inter)
+{
+    comm_state *st = ct_comm_state_find(comm);
+    if (st) {
+        *size = st->size;
+        *rank = st->rank;
+        *inter = st->inter;
+        return;
+    }
+    *size = *rank = *inter = 0;
+    if (comm == MPI_COMM_NULL)
+        return;
+    PMPI_Comm_size(comm, size);
+    PMPI_Comm_rank(comm, rank);
+    PMPI_Comm_test_inter(comm, inter);
+}
+
 long long ct_call_bytes(const ct_call *c)
 {
     int rank = 0, tsize = 0;
     if (c->coll == CT_BARRIER)
         return 0;
-    if (c->comm != MPI_COMM_NULL)
-        PMPI_Comm_rank(c->comm, &rank);
+    if ((c->coll == CT_GATHER || c->coll == CT_SCATTER) && c->comm != MPI_COMM_NULL) {
+        int size, inter;
+        ct_call_comm_shape(c->comm, &size, &rank, &inter);
+    }
     int use_send = (c->coll == CT_GATHER && rank != c->root) ||
                    (c->coll == CT_SCATTER && rank == c->root && c->recvbuf == MPI_IN_PLACE);
     MPI_Datatype t = use_send ? c->sendtype : c->recvtype;

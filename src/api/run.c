@@ -23,9 +23,22 @@ int ct_named_type(MPI_Datatype t)
 }
 
 /* The operations whose job takes the caller's buffers as they are (no packing). */
-static int fast_kind(ct_coll coll)
+static int typed_kind(ct_coll coll)
 {
     return coll == CT_BCAST || coll == CT_REDUCE || coll == CT_ALLREDUCE || coll == CT_BARRIER;
+}
+
+/* The data movements, whose job takes byte views of the caller's buffers: fast when the
+ * views are the buffers themselves (see job_slot.bind_src). */
+static int moving_kind(ct_coll coll)
+{
+    return coll == CT_SCATTER || coll == CT_GATHER || coll == CT_ALLGATHER ||
+           coll == CT_ALLTOALL;
+}
+
+static int fast_kind(ct_coll coll)
+{
+    return typed_kind(coll) || moving_kind(coll);
 }
 
 static int same_name(const char *a, const char *b)
@@ -65,6 +78,18 @@ static void fast_remember(job_slot *slot, const ct_call *c, const ct_options *o)
         !fast_kind(c->coll) || !ct_named_type(c->sendtype) || !ct_named_type(c->recvtype) ||
         !(c->op == MPI_OP_NULL || ct_predefined_op(c->op)))
         return;
+    if (moving_kind(c->coll)) {
+        /* Only views that are the caller's buffers may follow the next call's buffers; a
+         * view of job memory (packed input, output unpacked at the end, an in-place
+         * alltoall's copy) holds this call's data. A side the rank does not use has no
+         * view (NULL). */
+        const ct_job *job = &slot->job;
+        slot->bind_src = c->sendbuf != MPI_IN_PLACE && job->x.src == c->sendbuf;
+        slot->bind_dst = job->x.dst == c->recvbuf;
+        if (job->unpack_after || job->nrepack || (job->x.src && !slot->bind_src) ||
+            (job->x.dst && !slot->bind_dst))
+            return;
+    }
     slot->call = *c;
     slot->call.request = NULL;
     slot->opts = *o;
@@ -101,7 +126,12 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
         (slot = fast_find(st, c, opts))) {
         ct_job *job = &slot->job;
         *ran = job->alg->info.name;
-        if (c->coll != CT_BARRIER) {
+        if (moving_kind(c->coll)) {
+            if (slot->bind_src)
+                job->x.src = (void *)c->sendbuf;
+            if (slot->bind_dst)
+                job->x.dst = c->recvbuf;
+        } else if (c->coll != CT_BARRIER) {
             job->x.src = job->params.in_place ? c->recvbuf : (void *)c->sendbuf;
             job->x.dst = c->recvbuf;
         }

@@ -19,6 +19,7 @@
 /* ---- Per-communicator state --------------------------------------------- */
 
 int ct_state_keyval = MPI_KEYVAL_INVALID;
+atomic_uint ct_state_generation = 1;
 static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- Every live segment, freed before MPI finalizes -------------------------------
@@ -271,6 +272,7 @@ int ct_segment_setup(comm_state *st, shm_segment *seg, int color, int size, int 
 static int state_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
 {
     (void)comm, (void)keyval, (void)extra;
+    atomic_fetch_add_explicit(&ct_state_generation, 1, memory_order_release);
     ct_state_unref(attr, 1);
     return MPI_SUCCESS;
 }
@@ -350,7 +352,10 @@ int ct_comm_state_get(MPI_Comm comm, comm_state **out)
         for (int i = 0; i < JOB_SLOTS; i++)
             ct_sched_init(&st->slots[i].job.sched);
         st->current = &st->slots[0];
-        if ((rc = PMPI_Comm_dup(comm, &st->priv)) != MPI_SUCCESS ||
+        if ((rc = PMPI_Comm_size(comm, &st->size)) != MPI_SUCCESS ||
+            (rc = PMPI_Comm_rank(comm, &st->rank)) != MPI_SUCCESS ||
+            (rc = PMPI_Comm_test_inter(comm, &st->inter)) != MPI_SUCCESS ||
+            (rc = PMPI_Comm_dup(comm, &st->priv)) != MPI_SUCCESS ||
             (rc = PMPI_Comm_set_attr(comm, ct_state_keyval, st)) != MPI_SUCCESS) {
             if (st->priv != MPI_COMM_NULL)
                 PMPI_Comm_free(&st->priv);

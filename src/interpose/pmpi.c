@@ -71,9 +71,8 @@ int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form, long lon
                      ct_options *opts, ct_choice *choice, int *err)
 {
     (void)v;
-    int size = 0; /* the callers sent inter-communicators to the library already */
-    if (c->comm != MPI_COMM_NULL)
-        PMPI_Comm_size(c->comm, &size);
+    int size, rank, inter; /* the callers sent inter-communicators to the library already */
+    ct_call_comm_shape(c->comm, &size, &rank, &inter);
     ct_select_query q = {c->coll, form, c->comm, size, c->op, bytes,
                          ct_call_same_size_v(c->coll), 0};
     if (form != CT_FORM_BLOCKING) {
@@ -122,8 +121,9 @@ static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *r
 
 static int is_inter(MPI_Comm comm)
 {
-    int inter = 0;
-    return comm != MPI_COMM_NULL && PMPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter;
+    int size, rank, inter;
+    ct_call_comm_shape(comm, &size, &rank, &inter);
+    return inter;
 }
 
 /* Whether nothing of colltune's can serve coll: no algorithm forced, no table, and

@@ -28,6 +28,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,15 +49,12 @@ typedef enum { SHAPE_NONE = 0, SHAPE_ONE_TO_ALL, SHAPE_ALL_TO_ONE } tree_shape;
 
 struct ct_nbc_req {
     ct_job *job;              /* own_job, or a persistent call's (borrowed) */
-    ct_job own_job;
     int borrowed;             /* job is a persistent call's: neither freed nor released here */
     MPI_Request key;          /* what the program holds: greq, or the persistent handle */
-    ct_sched upper, lower;    /* the split tree's parts, when the schedule is cut */
     const ct_sched *thread_sched, *app_sched; /* what each side runs (NULL: nothing) */
     int has_upper, has_lower;
     int app_pending;          /* the application still has to run its part */
     int app_started;
-    ct_exec_run run;          /* the part being run (by one side at a time) */
     atomic_int thread_done;   /* the thread's part is over (release) */
     int rc;                   /* first MPI error of either part */
     /* Published by complete() before MPI_Grequest_complete: MPI's own ordering
@@ -72,6 +70,12 @@ struct ct_nbc_req {
     struct ct_nbc_req *freed_next; /* freed by MPI, waiting for ct_nbc_reap */
     struct ct_nbc_req *orphan_next; /* freed by the program in flight (ct_nbc_release) */
     ct_plan *orphan_plan;           /* a persistent call's plan, freed after it */
+    /* The large members last: a request taken again (req_new) clears only what is above
+     * (see spare_req). */
+    ct_exec_run run;          /* the part being run (by one side at a time; ct_exec_begin
+                                 sets it up) */
+    ct_sched upper, lower;    /* the split tree's parts, when the schedule is cut */
+    ct_job own_job;
 };
 
 /* ---- Requests known to colltune ---------------------------------------- */
@@ -199,13 +203,23 @@ static int greq_query(void *extra, MPI_Status *status)
     return MPI_SUCCESS;
 }
 
+/* One finished request kept for the next start: a request is several kilobytes (a job,
+ * two schedules, an executor), and clearing a fresh one took three quarters of a
+ * persistent start's instructions (docs/BENCHMARKS.md section 39). Kept with its
+ * schedules reset and its job's memory freed, so that req_new clears only the small
+ * members (and the job, for a start that prepares its own). */
+static _Atomic(ct_nbc_req *) spare_req;
+
 static void req_free(ct_nbc_req *r)
 {
     if (!r->borrowed)
         ct_job_free(r->job);
     ct_sched_free(&r->upper);
     ct_sched_free(&r->lower);
-    free(r);
+    ct_nbc_req *none = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&spare_req, &none, r, memory_order_acq_rel,
+                                                 memory_order_relaxed))
+        free(r);
 }
 
 /* Requests MPI has freed: what they hold (a communicator's private duplicate, a
@@ -950,17 +964,28 @@ int ct_nbc_misuse(MPI_Request request, const char *call)
 
 /* ---- Starting ---------------------------------------------------------------- */
 
-static ct_nbc_req *req_new(void)
+/* A cleared request; borrowed: for a persistent call's job (own_job left as it is). */
+static ct_nbc_req *req_new(int borrowed)
 {
-    ct_nbc_req *r = calloc(1, sizeof *r);
-    if (!r)
-        return NULL;
-    r->job = &r->own_job;
-    ct_sched_init(&r->own_job.sched);
-    ct_sched_init(&r->upper);
-    ct_sched_init(&r->lower);
+    ct_nbc_req *r = atomic_exchange_explicit(&spare_req, NULL, memory_order_acq_rel);
+    if (r) {
+        memset(r, 0, offsetof(ct_nbc_req, run)); /* req_free reset the schedules */
+    } else {
+        if (!(r = calloc(1, sizeof *r)))
+            return NULL;
+        ct_sched_init(&r->upper);
+        ct_sched_init(&r->lower);
+    }
+    r->borrowed = borrowed;
+    if (!borrowed) {
+        memset(&r->own_job, 0, sizeof r->own_job);
+        ct_sched_init(&r->own_job.sched);
+        r->job = &r->own_job;
+    }
     r->errh = MPI_ERRHANDLER_NULL;
     atomic_init(&r->thread_done, 0);
+    atomic_init(&r->final_rc, 0);
+    atomic_init(&r->done, 0);
     return r;
 }
 
@@ -1104,7 +1129,7 @@ static int launch(ct_nbc_req *r, ct_coll coll, MPI_Comm comm, const ct_options *
 int ct_nbc_start(const ct_call *c, const ct_vargs *v, const ct_options *opts,
                  int native_on_reject, const char **ran)
 {
-    ct_nbc_req *r = req_new();
+    ct_nbc_req *r = req_new(0);
     if (!r)
         return ct_raise_error(c->comm, MPI_ERR_NO_MEM, "%s: out of memory",
                               ct_coll_name(c->coll));
@@ -1133,11 +1158,10 @@ int ct_nbc_start_job(ct_job *job, ct_coll coll, MPI_Comm comm, const ct_options 
     int rc = ct_job_restart(job);
     if (rc != MPI_SUCCESS)
         return ct_raise_error(comm, rc, "%s: cannot copy the input", ct_coll_name(coll));
-    ct_nbc_req *r = req_new();
+    ct_nbc_req *r = req_new(1);
     if (!r)
         return ct_raise_error(comm, MPI_ERR_NO_MEM, "%s: out of memory", ct_coll_name(coll));
     r->job = job;
-    r->borrowed = 1;
     r->key = handle;
     return launch(r, coll, comm, opts, NULL);
 }

@@ -270,138 +270,150 @@ static void move_case(const ct_algorithm_info *a, const pair *pr, int k, int roo
     }
     const tdesc *st = &T[pr->s], *rt = &T[pr->r];
     int sc = k * pr->ms, rc = k * pr->mr;
-    int nsb = (c == CT_SCATTER || c == CT_ALLTOALL) ? n : 1;
-    int nrb = c == CT_SCATTER ? 1 : n;
-    size_t sbytes = (size_t)nsb * (size_t)sc * (size_t)st->extent + 2 * GUARD;
-    size_t rbytes = (size_t)nrb * (size_t)rc * (size_t)rt->extent + 2 * GUARD;
-    unsigned char *sall = malloc(sbytes), *swant = malloc(sbytes);
-    unsigned char *rall = malloc(rbytes), *rwant = malloc(rbytes);
-    memset(sall, SENTINEL, sbytes);
-    memset(rall, SENTINEL, rbytes);
-    memset(rwant, SENTINEL, rbytes);
-    char *sb = (char *)sall + GUARD, *rb = (char *)rall + GUARD, *rw = (char *)rwant + GUARD;
-    size_t sblk = (size_t)sc * (size_t)st->extent, rblk = (size_t)rc * (size_t)rt->extent;
-    int is_root = me == root;
-    /* In place at this rank: scatter/gather only at the root, the others everywhere. */
-    int ip_here = ip && (c == CT_ALLGATHER || c == CT_ALLTOALL || is_root);
+    /* The same call again on other buffers (the first pass's are still held, so the
+     * addresses differ): a repeated call takes the fast path (the communicator's job reused
+     * as it is) and must move the new buffers' data. Small blocks only, for the time. */
+    void *held[8];
+    int nheld = 0;
+    for (int pass = 0; pass < (k <= 64 ? 2 : 1); pass++) {
+        int nsb = (c == CT_SCATTER || c == CT_ALLTOALL) ? n : 1;
+        int nrb = c == CT_SCATTER ? 1 : n;
+        size_t sbytes = (size_t)nsb * (size_t)sc * (size_t)st->extent + 2 * GUARD;
+        size_t rbytes = (size_t)nrb * (size_t)rc * (size_t)rt->extent + 2 * GUARD;
+        unsigned char *sall = malloc(sbytes), *swant = malloc(sbytes);
+        unsigned char *rall = malloc(rbytes), *rwant = malloc(rbytes);
+        memset(sall, SENTINEL, sbytes);
+        memset(rall, SENTINEL, rbytes);
+        memset(rwant, SENTINEL, rbytes);
+        char *sb = (char *)sall + GUARD, *rb = (char *)rall + GUARD, *rw = (char *)rwant + GUARD;
+        size_t sblk = (size_t)sc * (size_t)st->extent, rblk = (size_t)rc * (size_t)rt->extent;
+        int is_root = me == root;
+        /* In place at this rank: scatter/gather only at the root, the others everywhere. */
+        int ip_here = ip && (c == CT_ALLGATHER || c == CT_ALLTOALL || is_root);
 
-    snprintf(current, sizeof current,
-             "%s/%s on %s N=%d root=%d send=%d x %s recv=%d x %s seg=%lld inplace=%d",
-             ct_coll_name(c), a->name, comm_name, n,
-             c == CT_SCATTER || c == CT_GATHER ? root : -1, sc, st->name, rc, rt->name, seg, ip);
+        snprintf(current, sizeof current,
+                 "%s/%s on %s N=%d root=%d send=%d x %s recv=%d x %s seg=%lld inplace=%d",
+                 ct_coll_name(c), a->name, comm_name, n,
+                 c == CT_SCATTER || c == CT_GATHER ? root : -1, sc, st->name, rc, rt->name, seg,
+                 ip);
+        if (pass)
+            strncat(current, " (again, other buffers)", sizeof current - strlen(current) - 1);
 
-    /* Inputs: the send buffer (also at ranks where it is not significant: it
-     * must come back unmodified there too), and in-place inputs in recvbuf. */
-    switch (c) {
-    case CT_SCATTER:
-    case CT_ALLTOALL:
-        for (int b = 0; b < nsb; b++)
-            fill(st, sb + (size_t)b * sblk, (size_t)sc, me, b);
-        break;
-    default:
-        fill(st, sb, (size_t)sc, me, 0);
-        break;
-    }
-    if (ip_here && c == CT_GATHER)
-        fill(rt, rb + (size_t)root * rblk, (size_t)rc, root, 0);
-    if (ip_here && c == CT_ALLGATHER)
-        fill(rt, rb + (size_t)me * rblk, (size_t)rc, me, 0);
-    if (ip_here && c == CT_ALLTOALL)
-        for (int b = 0; b < n; b++)
-            fill(rt, rb + (size_t)b * rblk, (size_t)rc, me, b);
-    memcpy(swant, sall, sbytes);
+        /* Inputs: the send buffer (also at ranks where it is not significant: it
+         * must come back unmodified there too), and in-place inputs in recvbuf. */
+        switch (c) {
+        case CT_SCATTER:
+        case CT_ALLTOALL:
+            for (int b = 0; b < nsb; b++)
+                fill(st, sb + (size_t)b * sblk, (size_t)sc, me, b);
+            break;
+        default:
+            fill(st, sb, (size_t)sc, me, 0);
+            break;
+        }
+        if (ip_here && c == CT_GATHER)
+            fill(rt, rb + (size_t)root * rblk, (size_t)rc, root, 0);
+        if (ip_here && c == CT_ALLGATHER)
+            fill(rt, rb + (size_t)me * rblk, (size_t)rc, me, 0);
+        if (ip_here && c == CT_ALLTOALL)
+            for (int b = 0; b < n; b++)
+                fill(rt, rb + (size_t)b * rblk, (size_t)rc, me, b);
+        memcpy(swant, sall, sbytes);
 
-    /* The exact result. */
-    switch (c) {
-    case CT_SCATTER:
-        if (!ip_here)
-            fill(rt, rw, (size_t)rc, root, me);
-        break;
-    case CT_GATHER:
-    case CT_ALLGATHER:
-        if (c == CT_ALLGATHER || is_root)
+        /* The exact result. */
+        switch (c) {
+        case CT_SCATTER:
+            if (!ip_here)
+                fill(rt, rw, (size_t)rc, root, me);
+            break;
+        case CT_GATHER:
+        case CT_ALLGATHER:
+            if (c == CT_ALLGATHER || is_root)
+                for (int i = 0; i < n; i++)
+                    fill(rt, rw + (size_t)i * rblk, (size_t)rc, i, 0);
+            break;
+        default:
             for (int i = 0; i < n; i++)
-                fill(rt, rw + (size_t)i * rblk, (size_t)rc, i, 0);
-        break;
-    default:
-        for (int i = 0; i < n; i++)
-            fill(rt, rw + (size_t)i * rblk, (size_t)rc, i, me);
-        break;
-    }
+                fill(rt, rw + (size_t)i * rblk, (size_t)rc, i, me);
+            break;
+        }
 
-    /* Arguments MPI ignores get deliberately different (valid) values. */
-    const void *sendbuf = sb;
-    void *recvbuf = rb;
-    int scount = sc, rcount = rc;
-    MPI_Datatype stype = st->type, rtype = rt->type;
-    if (ip_here && c == CT_SCATTER) {
-        recvbuf = MPI_IN_PLACE;
-        rcount = rc + 3;
-        rtype = MPI_BYTE;
-    } else if (ip_here) {
-        sendbuf = MPI_IN_PLACE;
-        scount = sc + 3;
-        stype = MPI_BYTE;
-    }
-    ct_options o;
-    ct_options_init(&o);
-    o.algorithm = a->name;
-    o.intra = cur_intra;
-    o.inter = cur_inter;
-    if (seg > 0) {
-        o.has_segsize = 1;
-        o.segsize = seg;
-    }
-    int err;
-    cases++;
-    alarm(WATCHDOG_S);
-    switch (c) {
-    case CT_SCATTER:
-        err = ct_scatter(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, &o);
-        break;
-    case CT_GATHER:
-        err = ct_gather(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, &o);
-        break;
-    case CT_ALLGATHER:
-        err = ct_allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm, &o);
-        break;
-    default:
-        err = ct_alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm, &o);
-        break;
-    }
-    alarm(0);
-    char what[MPI_MAX_ERROR_STRING + 64];
-    if (err != MPI_SUCCESS) {
-        char msg[MPI_MAX_ERROR_STRING];
-        int len;
-        MPI_Error_string(err, msg, &len);
-        if (a->flags & CT_ALG_NATIVE) {
-            /* The MPI library's own failure: noted, not colltune's. (It may
-             * leave messages behind that break later calls.) Wrong data from
-             * native still fails. */
-            if (native_errors++ == 0)
-                fprintf(stderr, "note: rank %d: the MPI library failed %s: %.200s\n", rank,
-                        current, msg);
+        /* Arguments MPI ignores get deliberately different (valid) values. */
+        const void *sendbuf = sb;
+        void *recvbuf = rb;
+        int scount = sc, rcount = rc;
+        MPI_Datatype stype = st->type, rtype = rt->type;
+        if (ip_here && c == CT_SCATTER) {
+            recvbuf = MPI_IN_PLACE;
+            rcount = rc + 3;
+            rtype = MPI_BYTE;
+        } else if (ip_here) {
+            sendbuf = MPI_IN_PLACE;
+            scount = sc + 3;
+            stype = MPI_BYTE;
+        }
+        ct_options o;
+        ct_options_init(&o);
+        o.algorithm = a->name;
+        o.intra = cur_intra;
+        o.inter = cur_inter;
+        if (seg > 0) {
+            o.has_segsize = 1;
+            o.segsize = seg;
+        }
+        int err;
+        cases++;
+        alarm(WATCHDOG_S);
+        switch (c) {
+        case CT_SCATTER:
+            err = ct_scatter(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, &o);
+            break;
+        case CT_GATHER:
+            err = ct_gather(sendbuf, scount, stype, recvbuf, rcount, rtype, root, comm, &o);
+            break;
+        case CT_ALLGATHER:
+            err = ct_allgather(sendbuf, scount, stype, recvbuf, rcount, rtype, comm, &o);
+            break;
+        default:
+            err = ct_alltoall(sendbuf, scount, stype, recvbuf, rcount, rtype, comm, &o);
+            break;
+        }
+        alarm(0);
+        char what[MPI_MAX_ERROR_STRING + 64];
+        if (err != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len;
+            MPI_Error_string(err, msg, &len);
+            if (a->flags & CT_ALG_NATIVE) {
+                /* The MPI library's own failure: noted, not colltune's. (It may
+                 * leave messages behind that break later calls.) Wrong data from
+                 * native still fails. */
+                if (native_errors++ == 0)
+                    fprintf(stderr, "note: rank %d: the MPI library failed %s: %.200s\n", rank,
+                            current, msg);
+            } else {
+                snprintf(what, sizeof what, "returned an error: %s", msg);
+                report(what);
+            }
         } else {
-            snprintf(what, sizeof what, "returned an error: %s", msg);
-            report(what);
+            if (memcmp(rall, rwant, rbytes) != 0) {
+                where(what, sizeof what, ip_here && c == CT_SCATTER ? "unused recvbuf" : "recvbuf",
+                      rall, rwant, rbytes, rt, (size_t)rc);
+                report(what);
+            }
+            if (memcmp(sall, swant, sbytes) != 0) {
+                where(what, sizeof what, "sendbuf (must not be modified)", sall, swant, sbytes, st,
+                      (size_t)sc);
+                report(what);
+            }
         }
-    } else {
-        if (memcmp(rall, rwant, rbytes) != 0) {
-            where(what, sizeof what, ip_here && c == CT_SCATTER ? "unused recvbuf" : "recvbuf",
-                  rall, rwant, rbytes, rt, (size_t)rc);
-            report(what);
-        }
-        if (memcmp(sall, swant, sbytes) != 0) {
-            where(what, sizeof what, "sendbuf (must not be modified)", sall, swant, sbytes, st,
-                  (size_t)sc);
-            report(what);
-        }
+        held[nheld++] = sall;
+        held[nheld++] = swant;
+        held[nheld++] = rall;
+        held[nheld++] = rwant;
     }
-    free(sall);
-    free(swant);
-    free(rall);
-    free(rwant);
+    while (nheld)
+        free(held[--nheld]);
 }
 
 static int all_ok(int local_ok)
