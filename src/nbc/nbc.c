@@ -205,21 +205,23 @@ static int greq_query(void *extra, MPI_Status *status)
 
 /* One finished request kept for the next start: a request is several kilobytes (a job,
  * two schedules, an executor), and clearing a fresh one took three quarters of a
- * persistent start's instructions (docs/BENCHMARKS.md section 39). Kept with its
- * schedules reset and its job's memory freed, so that req_new clears only the small
- * members (and the job, for a start that prepares its own). */
+ * persistent start's instructions (docs/BENCHMARKS.md section 39). It is kept with its
+ * schedules reset and its own job as the last non-blocking call left it, memory and
+ * schedule included: ct_call_prepare reuses a job as the blocking calls' kept jobs do, so
+ * the next equal non-blocking call skips the schedule's generation (its key, compared
+ * bytewise, holds everything the schedule depends on, not the communicator). */
 static _Atomic(ct_nbc_req *) spare_req;
 
 static void req_free(ct_nbc_req *r)
 {
-    if (!r->borrowed)
-        ct_job_free(r->job);
     ct_sched_free(&r->upper);
     ct_sched_free(&r->lower);
     ct_nbc_req *none = NULL;
-    if (!atomic_compare_exchange_strong_explicit(&spare_req, &none, r, memory_order_acq_rel,
-                                                 memory_order_relaxed))
-        free(r);
+    if (atomic_compare_exchange_strong_explicit(&spare_req, &none, r, memory_order_acq_rel,
+                                                memory_order_relaxed))
+        return;
+    ct_job_free(&r->own_job);
+    free(r);
 }
 
 /* Requests MPI has freed: what they hold (a communicator's private duplicate, a
@@ -964,7 +966,8 @@ int ct_nbc_misuse(MPI_Request request, const char *call)
 
 /* ---- Starting ---------------------------------------------------------------- */
 
-/* A cleared request; borrowed: for a persistent call's job (own_job left as it is). */
+/* A cleared request (own_job: the last one's, see spare_req); borrowed: for a persistent
+ * call's job. */
 static ct_nbc_req *req_new(int borrowed)
 {
     ct_nbc_req *r = atomic_exchange_explicit(&spare_req, NULL, memory_order_acq_rel);
@@ -975,13 +978,10 @@ static ct_nbc_req *req_new(int borrowed)
             return NULL;
         ct_sched_init(&r->upper);
         ct_sched_init(&r->lower);
+        ct_sched_init(&r->own_job.sched);
     }
     r->borrowed = borrowed;
-    if (!borrowed) {
-        memset(&r->own_job, 0, sizeof r->own_job);
-        ct_sched_init(&r->own_job.sched);
-        r->job = &r->own_job;
-    }
+    r->job = &r->own_job;
     r->errh = MPI_ERRHANDLER_NULL;
     atomic_init(&r->thread_done, 0);
     atomic_init(&r->final_rc, 0);
