@@ -76,7 +76,12 @@ int ct_exec_begin(ct_exec_run *x, const ct_sched *s, const ct_exec_ctx *c, ct_wo
 {
     size_t total = 0, offs[CT_MAX_BUFS];
     int maxlen = 0;
-    memset(x, 0, sizeof *x);
+    /* No memset of the whole run: its buffer table is 64 pointers, and a kept job's
+     * repeated call spent half of this function clearing it (docs/BENCHMARKS.md section
+     * 39). Only the schedule's buffers are read (region()), and they are all set below. */
+    x->round = 0;
+    x->local = 0;
+    x->rc = MPI_SUCCESS;
     x->s = s;
     x->c = c;
     x->w = w;
@@ -104,6 +109,8 @@ int ct_exec_begin(ct_exec_run *x, const ct_sched *s, const ct_exec_ctx *c, ct_wo
         if (!c->shm || !c->flags || bytes > c->shm_bytes)
             return MPI_ERR_INTERN; /* a segment too small for the schedule: a bug */
         x->bases[CT_BUF_SHM] = (char *)c->shm - c->true_lb;
+    } else {
+        x->bases[CT_BUF_SHM] = NULL;
     }
     for (int i = 0; i < s->nops; i++)
         if (s->ops[i].a.count > INT_MAX)
