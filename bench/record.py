@@ -241,10 +241,29 @@ def columns(args, tuned: dict, tmp: str) -> list[Column]:
     return cols
 
 
+# Bytes a rank moves per microsecond in the estimate's model of a call: low on purpose (16
+# ranks copying at once share the memory's bandwidth), so the estimate stays an upper bound.
+EST_BYTES_PER_US = 1000.0
+
+
 def estimate(cols, args) -> float:
-    """Seconds for the whole run, at most (each point's budget and warm-up in full)."""
-    points = sum(c.points(args.sizes) for c in cols)
-    return args.repeats * (len(cols) * LAUNCH_S + points * 1.25 * args.budget_ms / 1e3)
+    """Seconds for the whole run, at most: each point its budget and warm-up in full, or,
+    where one call outlasts the budget, ct_osu's floor of 10 iterations, a warm-up call and
+    the sizing call, each at a modelled cost (2 us + the rank's bytes at EST_BYTES_PER_US,
+    the partner's too in the pair mix)."""
+    def call_us(op, size):
+        blocks = args.np if op in ("allgather", "alltoall", "scatter", "gather") else 1
+        return 2.0 + (0 if op == "barrier" else size * blocks / EST_BYTES_PER_US)
+
+    total = 0.0
+    for c in cols:
+        total += LAUNCH_S
+        for op in c.ops:
+            for size in [0] if op == "barrier" else (c.sizes or args.sizes):
+                t = call_us(op, size) + (call_us(PARTNER[op], size if op != "barrier" else 8)
+                                         if c.mix else 0)
+                total += max(1.25 * args.budget_ms * 1e3, 12 * t) / 1e6
+    return args.repeats * total
 
 
 def run_column(col: Column, args, results: list, stderr_notes: list, repeat: int) -> None:
@@ -291,9 +310,10 @@ def ratio_cell(ratios: list) -> str:
 
 def tables(results: list, args) -> str:
     """The ratio tables, in Markdown, from the raw results alone."""
-    mean = {}  # (column, op, size) -> {repeat: mean}
+    mean = {}  # (column, op, size) -> {repeat: mean (or median, --stat median)}
     for r in results:
-        mean.setdefault((r["column"], r["op"], r["size"]), {})[r["repeat"]] = r["mean_us"]
+        mean.setdefault((r["column"], r["op"], r["size"]), {})[r["repeat"]] = r[f"{args.stat}_us"]
+    stat = args.stat
     repeats = sorted({r["repeat"] for r in results})
     names = sorted({r["column"] for r in results})
     pts = [(op, s) for op in args.ops for s in ([0] if op == "barrier" else args.sizes)]
@@ -323,7 +343,7 @@ def tables(results: list, args) -> str:
             if not natives:
                 continue
             out.append(f"\n### (a) tuned colltune / best native, {mix} mix, {args.np} ranks "
-                       "(mean us per call, min-max over repeats; ratios per repeat)\n")
+                       f"({stat} us per call, min-max over repeats; ratios per repeat)\n")
             head = ["op", "size"] + [NAME[m] for m in natives] + \
                 [f"tuned ({NAME[w]})" for w in tuned] + ["best native"] + \
                 [f"tuned ({NAME[w]}) / best" for w in tuned]
@@ -343,7 +363,7 @@ def tables(results: list, args) -> str:
                 out.append("| " + " | ".join(row) + " |")
     if any(r["part"] == "b" for r in results):
         out.append(f"\n### (b) a collective left native, 8 B, {args.np} ranks: with the "
-                   "drop-in / without (mean us per call; ratios per repeat)\n")
+                   f"drop-in / without ({stat} us per call; ratios per repeat)\n")
         head = ["MPI", "op", "no drop-in", "drop-in, nothing set", "table names another op",
                 "another op forced (shm)", "nothing set / none", "table / none",
                 "forced / none"]
@@ -363,7 +383,7 @@ def tables(results: list, args) -> str:
                                                      size)))
                 out.append("| " + " | ".join(row) + " |")
     if any(r["part"] == "c" for r in results):
-        out.append(f"\n### (c) call forms, {args.np} ranks, barrier mix (mean us per call; "
+        out.append(f"\n### (c) call forms, {args.np} ranks, barrier mix ({stat} us per call; "
                    "ratios per repeat; * where tuned blocking beat the wheel's blocking in "
                    "every repeat)\n")
         head = ["MPI", "op", "size", "blocking (lib / tuned)", "non-blocking (lib / tuned)",
@@ -422,6 +442,12 @@ def main(argv=None) -> int:
     p.add_argument("--estimate", action="store_true", help="print the estimate and stop")
     p.add_argument("--timeout", type=float, default=300, help="seconds a launch at most")
     p.add_argument("--json", default=None, help="also write the raw results here")
+    p.add_argument("--stat", choices=("mean", "median"), default="mean",
+                   help="what the tables compare: the mean per call (the record's) or, on a "
+                        "loaded machine where descheduled iterations swamp the means, the "
+                        "median (the raw lines carry both)")
+    p.add_argument("--from-json", default=None, metavar="FILE",
+                   help="print the tables of an earlier run's --json file, run nothing")
     args = p.parse_args(argv)
     q = args.quick
     args.ops = (args.ops or ",".join(OPS)).split(",")
@@ -436,6 +462,11 @@ def main(argv=None) -> int:
     args.iters = args.iters or (2000 if q else 20000)
     args.warmup = args.warmup if args.warmup is not None else (20 if q else 100)
     args.budget_ms = args.budget_ms or (10.0 if q else 40.0)
+    if args.from_json:
+        doc = json.loads(Path(args.from_json).read_text())
+        args.np, args.ops, args.sizes = doc["np"], doc["ops"], doc["sizes"]
+        print(tables(doc["results"], args))
+        return 0
     tables_given = args.table or [os.environ.get("COLLTUNE_TABLE") or
                                   str(ROOT / "colltune-table.json")]
     tables_given = [t for t in tables_given if t and Path(t).exists()]
@@ -463,9 +494,11 @@ def main(argv=None) -> int:
         cols = columns(args, tuned, tmp)
         est = estimate(cols, args)
         print(f"# {len(cols)} launches x {args.repeats} repeats, "
-              f"{sum(c.points(args.sizes) for c in cols)} points a repeat; this run takes at "
-              f"most about {est / 60:.1f} min ({LAUNCH_S:.0f} s a launch, a point at most "
-              f"{1.25 * args.budget_ms:.0f} ms)", flush=True)
+              f"{sum(c.points(args.sizes) for c in cols)} points a repeat; on an idle machine this "
+              f"run takes at most about {est / 60:.1f} min (a loaded one longer: descheduled "
+              f"iterations stretch the points; {LAUNCH_S:.0f} s a launch, a point its budget "
+              f"{args.budget_ms:g} ms or 12 calls at {EST_BYTES_PER_US / 1e3:g} GB/s a rank)",
+              flush=True)
         if args.estimate:
             return 0
         print("# repeat column op size form iters mean median [mix partner partner-mean] "
@@ -473,8 +506,11 @@ def main(argv=None) -> int:
         results, notes = [], []
         started = time.monotonic()
         for k in range(1, args.repeats + 1):
+            t0 = time.monotonic()
             for col in cols:
                 run_column(col, args, results, notes, k)
+            print(f"# repeat {k} took {time.monotonic() - t0:.0f} s, load "
+                  f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}", flush=True)
         print(f"# took {time.monotonic() - started:.0f} s; load at the end "
               f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
     for k, name, n, first in notes:

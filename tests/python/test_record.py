@@ -43,7 +43,8 @@ def test_quick_record_tables(rec, tmp_path):
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     out = p.stdout
-    assert re.search(r"takes at most about [\d.]+ min", out)  # the estimate comes first
+    # the estimate comes first, before any measurement
+    assert 0 < out.index("takes at most about") < out.index("\n1 barrier:native-mpich")
     mean = {}
     for line in out.splitlines():
         m = re.match(r"1 (\S+) (\w+) (\d+) (\w+) iters \d+ mean ([\d.]+) median", line)
