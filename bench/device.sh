@@ -39,7 +39,8 @@
 #                                                   grid at NRANKS (16) per strategy and MPI,
 #                                                   then tuned vs native: OUTDIR/tune.tgz
 #   bench/device.sh OUTDIR record [NRANKS ...]      the benchmark of record, complete
-#                                                   (bench/record.py) at each NRANKS (16 2):
+#                                                   (bench/record.py) at NRANKS (16) and 2,
+#                                                   or at each of several NRANKS:
 #                                                   tuned colltune (tables made here, or
 #                                                   RECORD_TABLES) against MPICH, Open MPI and
 #                                                   Intel MPI (.whl/impi-min.tgz, made by
@@ -120,7 +121,7 @@ tuners)
     done
     ;;
 record)
-    # Issue 36's benchmark of record, complete (bench/record.py), at each NRANKS (16 2):
+    # Issue 36's benchmark of record, complete (bench/record.py), at NRANKS (16) and 2:
     # tuned colltune / the best of MPICH, Open MPI and Intel MPI in both mixes, natives left
     # native beside the drop-in, the call forms. The tuned tables: RECORD_TABLES (files
     # carried, one per wheel: `make run`'s colltune-table.json under each MPI), else made
@@ -134,7 +135,9 @@ record)
     # RECORD_TABLES. OUTDIR/record-N.txt (raw lines, then the tables), record-N.json,
     # copy-bound-N.txt, tables.tgz, machine.txt.
     ns=("$@")
-    [ ${#ns[@]} -gt 0 ] || ns=(16 2)
+    [ ${#ns[@]} -gt 0 ] || ns=(16)
+    # one NRANKS means it and 2, as `record 16` always ran; several mean exactly those
+    if [ ${#ns[@]} -eq 1 ] && [ "${ns[0]}" != 2 ]; then ns+=(2); fi
     work=${RECORD_DIR:-/tmp/colltune-device-record}
     mkdir -p "$work"
     build_mpi mpich >"$out/build.log" 2>&1

@@ -12,9 +12,9 @@ core:
                  tuned table decides it too), then the timed call;
         pair     `--between pmpi --mix PARTNER`: the drop-in sees the measured collective and
                  a partner alternating (bcast<->allreduce, reduce->bcast,
-                 allgather<->alltoall, barrier->allreduce 8 B), nothing else; both timed,
-                 each on its own: the ratio is the measured op's, the partner's mean is in the
-                 raw lines;
+                 allgather<->alltoall, barrier->allreduce 8 B), nothing else (--pair-between
+                 mpi: the barrier too); both timed, each on its own: the ratio is the
+                 measured op's, the partner's mean is in the raw lines;
   (b) a collective left native, 8 B (the barrier: no data), `--between pmpi`: the drop-in with
       nothing set, with a table that names only another operation (bcast -> shm; for bcast
       itself allreduce -> shm) and with that operation forced by COLLTUNE_<OP>_ALGORITHM=shm,
@@ -200,7 +200,7 @@ def columns(args, tuned: dict, tmp: str) -> list[Column]:
     wheels = [w for w in args.mpis if available(w)]
     if "a" in args.parts:
         for mix in ("barrier", "pair"):
-            between = "mpi" if mix == "barrier" else "pmpi"
+            between = "mpi" if mix == "barrier" else args.pair_between
             for m in natives:
                 cols.append(Column("a", f"{mix}:native-{m}", m, args.ops, between=between,
                                    mix=mix == "pair"))
@@ -442,6 +442,10 @@ def main(argv=None) -> int:
     p.add_argument("--estimate", action="store_true", help="print the estimate and stop")
     p.add_argument("--timeout", type=float, default=300, help="seconds a launch at most")
     p.add_argument("--json", default=None, help="also write the raw results here")
+    p.add_argument("--pair-between", choices=("pmpi", "mpi"), default="pmpi",
+                   help="the pair mix's barrier between iterations: pmpi (default: the "
+                        "drop-in sees only the two operations) or mpi (it sees the barrier "
+                        "too: barrier, op, partner)")
     p.add_argument("--stat", choices=("mean", "median"), default="mean",
                    help="what the tables compare: the mean per call (the record's) or, on a "
                         "loaded machine where descheduled iterations swamp the means, the "
