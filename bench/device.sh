@@ -38,12 +38,16 @@
 #                                                   table 2 cases (8 ranks) per strategy, the
 #                                                   grid at NRANKS (16) per strategy and MPI,
 #                                                   then tuned vs native: OUTDIR/tune.tgz
-#   bench/device.sh OUTDIR record [NRANKS]          the benchmark of record (bench/record.sh) at
-#                                                   NRANKS (16) and at 2 ranks, MPICH, Open MPI
-#                                                   and Intel MPI (.whl/impi-min.tgz, made by
-#                                                   bench/pack-intelmpi.sh), colltune preloaded
-#                                                   in both wheels, and copy_bound at 4 MiB:
-#                                                   OUTDIR/record-N.txt, copy-bound-N.txt
+#   bench/device.sh OUTDIR record [NRANKS ...]      the benchmark of record, complete
+#                                                   (bench/record.py) at NRANKS (16) and 2,
+#                                                   or at each of several NRANKS:
+#                                                   tuned colltune (tables made here, or
+#                                                   RECORD_TABLES) against MPICH, Open MPI and
+#                                                   Intel MPI (.whl/impi-min.tgz, made by
+#                                                   bench/pack-intelmpi.sh), both mixes, natives
+#                                                   left native, call forms, and copy_bound at
+#                                                   4 MiB: OUTDIR/record-N.txt, record-N.json,
+#                                                   copy-bound-N.txt, tables.tgz
 #   bench/device.sh OUTDIR tuners [NRANKS ...]      bench/tuners.sh (mpitune_fast against colltune
 #                                                   tune, then both tables through ct_osu under
 #                                                   Intel MPI) at each NRANKS (16 2), OPS bcast
@@ -117,25 +121,61 @@ tuners)
     done
     ;;
 record)
-    n=${1:-16}
+    # Issue 36's benchmark of record, complete (bench/record.py), at NRANKS (16) and 2:
+    # tuned colltune / the best of MPICH, Open MPI and Intel MPI in both mixes, natives left
+    # native beside the drop-in, the call forms. The tuned tables: RECORD_TABLES (files
+    # carried, one per wheel: `make run`'s colltune-table.json under each MPI), else made
+    # here as `make run`'s tuning stage makes them (colltune p2p --quick, then colltune tune
+    # --strategy model on its grid, 8 B to 1 MiB, 5 iterations), for the six operations
+    # measured and every NRANKS, each wheel bounded by TUNE_LIMIT s (a cut-off table is
+    # resumed by the next call: /tmp/colltune-device-record). Sized for one call under 10
+    # minutes: builds about 1.5 min, tables at most 2 x TUNE_LIMIT (60 s) and the quick p2p,
+    # then record.py prints its own estimate first (REPEATS 2, BUDGET_MS 15: at most 3.1 min
+    # at 16 ranks, 1.7 at 2, on an idle machine): about 8.5 min in all, 6.5 with
+    # RECORD_TABLES. OUTDIR/record-N.txt (raw lines, then the tables), record-N.json,
+    # copy-bound-N.txt, tables.tgz, machine.txt.
+    ns=("$@")
+    [ ${#ns[@]} -gt 0 ] || ns=(16)
+    # one NRANKS means it and 2, as `record 16` always ran; several mean exactly those
+    if [ ${#ns[@]} -eq 1 ] && [ "${ns[0]}" != 2 ]; then ns+=(2); fi
+    work=${RECORD_DIR:-/tmp/colltune-device-record}
+    mkdir -p "$work"
     build_mpi mpich >"$out/build.log" 2>&1
     build_mpi openmpi >>"$out/build.log" 2>&1
     if [ ! -x .mpi/intelmpi/bin/mpiexec ] && [ -f .whl/impi-min.tgz ]; then
         mkdir -p .mpi/intelmpi && tar xzf .whl/impi-min.tgz -C .mpi/intelmpi
     fi
     { date -u; uname -a; lscpu; } >"$out/machine.txt" 2>&1
-    all=${VARIANTS:-"mpich openmpi intelmpi colltune-default colltune-shm colltune-cma ompi-colltune-default ompi-colltune-shm"}
-    log "copy_bound at $n ranks"
-    .mpi/mpich/bin/mpiexec -n "$n" -bind-to core build/mpich/copy_bound 1048576 4194304 \
-        --iters 50 2>&1 | tee "$out/copy-bound-$n.txt"
-    log "record at $n ranks"
-    NP=$n VARIANTS=$all POINTS=${POINTS:-"bcast 8;allreduce 8;barrier 0;bcast 1048576;allreduce 1048576;bcast 4194304;allreduce 4194304;allgather 1048576;alltoall 262144"} \
-        bash bench/record.sh "${REPEATS:-2}" "${ITERS:-20000}" 2>&1 | tee "$out/record-$n.txt"
-    log "record at 2 ranks"
-    NP=2 VARIANTS=$all POINTS=${POINTS:-"bcast 8;allreduce 8;barrier 0;bcast 1048576;allreduce 1048576;bcast 4194304;allreduce 4194304;allgather 1048576;alltoall 262144"} \
-        bash bench/record.sh "${REPEATS:-2}" "${ITERS:-20000}" 2>&1 | tee "$out/record-2.txt"
-    .mpi/mpich/bin/mpiexec -n 2 -bind-to core build/mpich/copy_bound 1048576 4194304 \
-        --iters 50 2>&1 | tee "$out/copy-bound-2.txt"
+    tables=()
+    if [ -n "${RECORD_TABLES:-}" ]; then
+        read -r -a tables <<<"$RECORD_TABLES"
+    else
+        ranks=$(IFS=,; echo "${ns[*]}")
+        for mpi in mpich openmpi; do
+            log "tuned table with $mpi at $ranks ranks (make run's tuning stage)"
+            [ -s "$work/p2p-$mpi.json" ] || COLLTUNE_MPI=$mpi colltune p2p --quick --no-record \
+                -o "$work/p2p-$mpi.json" >"$work/p2p-$mpi.log" 2>&1 || true
+            COLLTUNE_MPI=$mpi PYTHONPATH=python timeout "${TUNE_LIMIT:-60}" \
+                "${PYTHON:-python3}" -m colltune.cli \
+                tune --strategy model --ops bcast,allreduce,reduce,allgather,alltoall,barrier \
+                --ranks "$ranks" --sizes 8,1K,8K,64K,512K,1M --iters 5 \
+                --p2p "$work/p2p-$mpi.json" --no-record -o "$work/table-$mpi.json" \
+                >"$work/tune-$mpi.log" 2>&1 || log "tuning $mpi stopped (exit $?): the table has what finished"
+            if [ -s "$work/table-$mpi.json" ]; then tables+=("$work/table-$mpi.json"); fi
+        done
+        tar czf "$out/tables.tgz" -C "$work" .
+    fi
+    targs=()
+    for t in "${tables[@]}"; do targs+=(--table "$t"); done
+    for n in "${ns[@]}"; do
+        log "copy_bound at $n ranks"
+        .mpi/mpich/bin/mpiexec -n "$n" -bind-to core build/mpich/copy_bound 1048576 4194304 \
+            --iters 50 2>&1 | tee "$out/copy-bound-$n.txt"
+        log "record at $n ranks"
+        "${PYTHON:-python3}" bench/record.py --np "$n" "${targs[@]}" \
+            --repeats "${REPEATS:-2}" --budget-ms "${BUDGET_MS:-15}" \
+            ${RECORD_ARGS:-} --json "$out/record-$n.json" 2>&1 | tee "$out/record-$n.txt"
+    done
     ;;
 shm)
     # Issue 20's figures at all cores: bench/shm_study.py (shm vs native at 8 B, bcast 4 MiB

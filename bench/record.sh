@@ -10,8 +10,13 @@
 #   ompi-colltune-shm" (the default leaves the ompi- colltune columns out; colltune-ALG and
 #   ompi-colltune-ALG force any algorithm ALG, e.g. colltune-cma), NP=16 (ranks, one per core; default 2), POINTS="bcast 8;bcast 4194304" (op size pairs)
 # Prints one line per run: variant op size mean_us median_us; repeats alternate variants.
+# bench/record.sh --OPTION ...: the complete benchmark of record of issue 36 (tuned colltune
+# against the best native in both mixes, natives left native, the call forms, and the ratio
+# tables): bench/record.py, whose --help lists the options (--quick, --np, --ops, --sizes,
+# --parts, --table, --estimate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case ${1:-} in -*) exec python3 bench/record.py "$@" ;; esac
 repeats=${1:-3}
 iters=${2:-20000}
 ROOT=$PWD

@@ -8,7 +8,8 @@
  * between iterations, the gathering of the times) calls PMPI_ names, so the drop-in never
  * changes how the measurement is taken, only what is measured.
  *
- * usage: ct_osu --op OP --sizes B,B,... [--op OP --sizes ...] [--iters K] [--warmup W]
+ * usage: ct_osu --op OP --sizes B,B,... [--mix OP2] [--op OP --sizes ... [--mix OP2]]
+ *               [--iters K] [--warmup W] [--budget-ms MS]
  *               [--between pmpi|mpi] [--form blocking|nonblocking|persistent]
  *
  * Sizes mean what the tuning table means (docs/TABLE.md): the message of bcast, the vector
@@ -22,10 +23,21 @@
  * --form nonblocking: each timed call is MPI_I<op> then MPI_Wait (start to completion);
  * persistent: MPI_<Op>_init once per point, outside the timing (MPI 4, or Open MPI 5), each
  * timed call MPI_Start then MPI_Wait, MPI_Request_free after the point.
+ * --mix OP2 (after an --op's --sizes, for that group): a two-operation mix. Each iteration
+ * calls OP then OP2 (same form, OP2 at the point's size, 8 B when the point is the barrier),
+ * each call timed on its own: the line's avg_us/median_us are OP's, mix_avg_us and
+ * mix_median_us OP2's. With --between pmpi the drop-in then sees OP, OP2, OP, OP2, ...: two
+ * collectives alternating and nothing else, as in a program's loop.
+ * --budget-ms MS: bounds a point's time on large messages, so one run can cover 8 B to
+ * 4 MiB: one call first (its slowest rank's time) sets the warm-up to at most a quarter of
+ * MS, then the warm-up's mean iteration (slowest rank) sets the iterations to MS's worth,
+ * at least 10 and at most K. Every rank gets both counts from one PMPI_Allreduce, so all
+ * make the same calls; the line's iters says what ran.
  * Per point: W warm-up calls, then K iterations, each a PMPI_Barrier then the timed call,
  * every rank timing its own call; the iteration's time is the slowest rank's (max over
  * ranks, as OSU's benchmarks report it). One JSON line per point on rank 0's stdout:
- * {"op","size","ranks","iters","median_us","min_us","max_us","avg_us"} over iterations.
+ * {"op","size","ranks","iters","median_us","min_us","max_us","avg_us","form"} over
+ * iterations, and "mix","mix_avg_us","mix_median_us" with --mix.
  */
 
 #include <mpi.h>
@@ -38,6 +50,7 @@
 
 typedef struct group {
     char op[16];
+    char mix[16]; /* --mix: the second operation, "" for none */
     long long sizes[MAX_SIZES];
     int nsizes;
 } group;
@@ -46,6 +59,7 @@ static int rank, nprocs;
 static int between_mpi; /* --between mpi: the drop-in's MPI_Barrier between iterations */
 enum { BLOCKING, NONBLOCKING, PERSISTENT };
 static int form; /* --form */
+static double budget_us; /* --budget-ms, 0: iterations fixed */
 
 /* MPI 4's persistent collectives: Open MPI 5 has them while it says MPI 3.1. */
 #if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
@@ -136,42 +150,123 @@ static int call(const char *op, long long size, char *a, char *b, MPI_Request *p
     return rc == MPI_SUCCESS ? MPI_Wait(plan, MPI_STATUS_IGNORE) : rc;
 }
 
-static void measure(const char *op, long long size, int iters, int warmup, char *a, char *b,
-                    double *mine, double *slowest)
+/* The slowest rank's mean, median and extremes of one call's times over the iterations, on
+ * rank 0 (slowest: scratch, sorted). */
+typedef struct stats {
+    double mean, median, min, max;
+} stats;
+
+static stats slowest_stats(double *mine, double *slowest, int iters)
 {
-    MPI_Request plan = MPI_REQUEST_NULL;
-    if (form == PERSISTENT && call_form(op, size, a, b, PERSISTENT, &plan) != MPI_SUCCESS) {
-        fprintf(stderr, "ct_osu: no persistent %s in this MPI\n", op);
-        MPI_Abort(MPI_COMM_WORLD, 2);
-    }
-    for (int i = 0; i < warmup; i++)
-        call(op, size, a, b, &plan);
-    for (int i = 0; i < iters; i++) {
-        if (between_mpi)
-            MPI_Barrier(MPI_COMM_WORLD);
-        else
-            PMPI_Barrier(MPI_COMM_WORLD);
-        double t0 = MPI_Wtime();
-        call(op, size, a, b, &plan);
-        mine[i] = (MPI_Wtime() - t0) * 1e6;
-    }
-    if (plan != MPI_REQUEST_NULL)
-        MPI_Request_free(&plan);
+    stats st = {0, 0, 0, 0};
     /* One gathering after the timed loop: nothing but the barrier between iterations. */
     PMPI_Reduce(mine, slowest, iters, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank != 0)
-        return;
+        return st;
     double sum = 0;
     for (int i = 0; i < iters; i++)
         sum += slowest[i];
     qsort(slowest, (size_t)iters, sizeof *slowest, cmp_double);
-    double median = iters % 2 ? slowest[iters / 2]
-                              : (slowest[iters / 2 - 1] + slowest[iters / 2]) / 2;
+    st.mean = sum / iters;
+    st.median = iters % 2 ? slowest[iters / 2] : (slowest[iters / 2 - 1] + slowest[iters / 2]) / 2;
+    st.min = slowest[0];
+    st.max = slowest[iters - 1];
+    return st;
+}
+
+static void between(void)
+{
+    if (between_mpi)
+        MPI_Barrier(MPI_COMM_WORLD);
+    else
+        PMPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* The slowest rank's value of a local time, on every rank (so all take the same decision). */
+static double slowest_everywhere(double t)
+{
+    double out;
+    PMPI_Allreduce(&t, &out, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return out;
+}
+
+static void measure(const group *g, long long size, int iters, int warmup, char *a, char *b,
+                    double *mine, double *mine2, double *slowest)
+{
+    const char *op = g->op, *op2 = g->mix[0] ? g->mix : NULL;
+    /* the partner's size: the point's, but a message of 8 B beside the barrier */
+    long long size2 = !strcmp(op, "barrier") ? 8 : size;
+    MPI_Request plan = MPI_REQUEST_NULL, plan2 = MPI_REQUEST_NULL;
+    if (form == PERSISTENT && (call_form(op, size, a, b, PERSISTENT, &plan) != MPI_SUCCESS ||
+                               (op2 && call_form(op2, size2, a, b, PERSISTENT, &plan2) !=
+                                           MPI_SUCCESS))) {
+        fprintf(stderr, "ct_osu: no persistent %s in this MPI\n", op);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (budget_us > 0) {
+        /* One call sizes the warm-up (at most a quarter of the budget), the warm-up's mean
+         * sizes the iterations; both from the slowest rank, so every rank agrees. */
+        between();
+        double t0 = MPI_Wtime();
+        call(op, size, a, b, &plan);
+        if (op2)
+            call(op2, size2, a, b, &plan2);
+        double one = slowest_everywhere((MPI_Wtime() - t0) * 1e6);
+        double fit = budget_us / 4 / (one > 0.01 ? one : 0.01);
+        warmup = fit < 1 ? 1 : fit < warmup ? (int)fit : warmup;
+    }
+    /* The iterations are sized by the median iteration of the warm-up's second half (mine
+     * is free until the timed loop): its first calls are cold (a first call prepares its
+     * job, faults its pages in), and on a loaded machine one descheduled iteration would
+     * make a mean say ten iterations where thousands fit. */
+    int half = warmup / 2, sized = 0;
+    for (int i = 0; i < warmup; i++) {
+        double w0 = MPI_Wtime();
+        if (budget_us > 0)
+            between();
+        call(op, size, a, b, &plan);
+        if (op2)
+            call(op2, size2, a, b, &plan2);
+        if (i >= half && sized < iters)
+            mine[sized++] = (MPI_Wtime() - w0) * 1e6;
+    }
+    if (budget_us > 0 && sized > 0) {
+        qsort(mine, (size_t)sized, sizeof *mine, cmp_double);
+        double each = slowest_everywhere(mine[sized / 2]);
+        double fit = budget_us / (each > 0.01 ? each : 0.01);
+        iters = fit < 10 ? (iters < 10 ? iters : 10) : fit < iters ? (int)fit : iters;
+    }
+    for (int i = 0; i < iters; i++) {
+        between();
+        double t0 = MPI_Wtime();
+        call(op, size, a, b, &plan);
+        double t1 = MPI_Wtime();
+        mine[i] = (t1 - t0) * 1e6;
+        if (op2) {
+            call(op2, size2, a, b, &plan2);
+            mine2[i] = (MPI_Wtime() - t1) * 1e6;
+        }
+    }
+    if (plan != MPI_REQUEST_NULL)
+        MPI_Request_free(&plan);
+    if (plan2 != MPI_REQUEST_NULL)
+        MPI_Request_free(&plan2);
+    stats st = slowest_stats(mine, slowest, iters);
+    stats st2 = st;
+    if (op2)
+        st2 = slowest_stats(mine2, slowest, iters);
+    if (rank != 0)
+        return;
     static const char *forms[] = {"blocking", "nonblocking", "persistent"};
     printf("{\"op\": \"%s\", \"size\": %lld, \"ranks\": %d, \"iters\": %d, \"median_us\": %.3f, "
-           "\"min_us\": %.3f, \"max_us\": %.3f, \"avg_us\": %.3f, \"form\": \"%s\"}\n",
-           op, !strcmp(op, "barrier") ? 0LL : size, nprocs, iters, median, slowest[0],
-           slowest[iters - 1], sum / iters, forms[form]);
+           "\"min_us\": %.3f, \"max_us\": %.3f, \"avg_us\": %.3f, \"form\": \"%s\"",
+           op, !strcmp(op, "barrier") ? 0LL : size, nprocs, iters, st.median, st.min, st.max,
+           st.mean, forms[form]);
+    if (op2)
+        printf(", \"mix\": \"%s\", \"mix_size\": %lld, \"mix_avg_us\": %.3f, "
+               "\"mix_median_us\": %.3f",
+               op2, !strcmp(op2, "barrier") ? 0LL : size2, st2.mean, st2.median);
+    printf("}\n");
     fflush(stdout);
 }
 
@@ -195,8 +290,8 @@ static void usage(void)
 {
     if (rank == 0)
         fprintf(stderr, "usage: ct_osu --op bcast|reduce|allreduce|scatter|gather|allgather|"
-                        "alltoall|barrier --sizes B,B,... [--op ... --sizes ...] [--iters K] "
-                        "[--warmup W] [--between pmpi|mpi] "
+                        "alltoall|barrier --sizes B,B,... [--mix OP2] [--op ... --sizes ...] "
+                        "[--iters K] [--warmup W] [--budget-ms MS] [--between pmpi|mpi] "
                         "[--form blocking|nonblocking|persistent]\n");
 }
 
@@ -216,6 +311,13 @@ int main(int argc, char **argv)
                 memset(&groups[ngroups], 0, sizeof groups[ngroups]);
                 strcpy(groups[ngroups++].op, v);
             }
+        } else if (!bad && !strcmp(k, "--mix")) {
+            bad = ngroups == 0 || !known_op(v) || strlen(v) >= sizeof groups[0].mix;
+            if (!bad)
+                strcpy(groups[ngroups - 1].mix, v);
+        } else if (!bad && !strcmp(k, "--budget-ms")) {
+            budget_us = atof(v) * 1e3;
+            bad = !(budget_us > 0);
         } else if (!bad && !strcmp(k, "--sizes")) {
             bad = ngroups == 0 || parse_sizes(v, &groups[ngroups - 1]);
         } else if (!bad && !strcmp(k, "--iters")) {
@@ -256,13 +358,17 @@ int main(int argc, char **argv)
     long long most = 8;
     for (int g = 0; g < ngroups; g++)
         for (int s = 0; s < groups[g].nsizes; s++) {
-            long long bytes = groups[g].sizes[s] * (per_rank_blocks(groups[g].op) ? nprocs : 1);
+            long long size = groups[g].sizes[s];
+            long long bytes = size * (per_rank_blocks(groups[g].op) ? nprocs : 1);
+            long long bytes2 = size * (per_rank_blocks(groups[g].mix) ? nprocs : 1);
             most = bytes > most ? bytes : most;
+            most = bytes2 > most ? bytes2 : most;
         }
     char *a = malloc((size_t)most), *b = malloc((size_t)most);
     double *mine = malloc((size_t)iters * sizeof *mine);
+    double *mine2 = malloc((size_t)iters * sizeof *mine2);
     double *slowest = malloc((size_t)iters * sizeof *slowest);
-    if (!a || !b || !mine || !slowest) {
+    if (!a || !b || !mine || !mine2 || !slowest) {
         fprintf(stderr, "ct_osu: rank %d: out of memory for %lld-byte buffers\n", rank, most);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -274,10 +380,11 @@ int main(int argc, char **argv)
     }
     for (int g = 0; g < ngroups; g++)
         for (int s = 0; s < groups[g].nsizes; s++)
-            measure(groups[g].op, groups[g].sizes[s], iters, warmup, a, b, mine, slowest);
+            measure(&groups[g], groups[g].sizes[s], iters, warmup, a, b, mine, mine2, slowest);
     free(a);
     free(b);
     free(mine);
+    free(mine2);
     free(slowest);
     MPI_Finalize();
     return 0;
