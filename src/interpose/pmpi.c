@@ -130,10 +130,10 @@ static int is_inter(MPI_Comm comm)
  * neither the monitor nor the debug log wants the call seen. Such a call goes to the
  * library at once: a program that preloads the drop-in and keeps native pays no lookup
  * (issue 36: 15-50% at 8 B before). */
-static int left_alone(ct_coll coll, int *counted)
+static int left_alone(ct_coll coll, int *counted, ct_native_why *why)
 {
-    int may = ct_select_may_serve(coll);
-    *counted = may < 0; /* another operation's algorithm is forced: the summary counts it */
+    int may = ct_select_may_serve(coll, why);
+    *counted = may < 0; /* colltune is set for other calls: the summary counts this one */
     return may <= 0 && !ct_monitor_level && ct_select_log_level() < CT_LOG_DEBUG;
 }
 
@@ -142,9 +142,10 @@ int ct_dropin_intercept(const ct_call *c)
 {
     ct_nbc_poll_orphans();
     int counted;
-    if (left_alone(c->coll, &counted)) {
+    ct_native_why why_native;
+    if (left_alone(c->coll, &counted, &why_native)) {
         if (counted)
-            ct_select_count_native(c->coll, CT_WHY_NOT_CHOSEN);
+            ct_select_count_native(c->coll, why_native);
         if (!ct_profile_on)
             return ct_call_native(c);
         /* native whatever the choice: timed without asking the select layer */

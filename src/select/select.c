@@ -322,10 +322,21 @@ void ct_choice_options(const ct_choice *choice, ct_options *opts)
     opts->split = choice->split;
 }
 
-int ct_select_may_serve(ct_coll coll)
+int ct_select_may_serve(ct_coll coll, ct_native_why *why)
 {
     env_read();
-    return env.alg[coll].text || ct_table_loaded() ? 1 : env.any_forced ? -1 : 0;
+    if (env.alg[coll].text)
+        return 1;
+    if (ct_table_loaded()) {
+        int status = ct_table_op_status(coll);
+        int sizes_differ = coll == CT_GATHERV || coll == CT_SCATTERV || coll == CT_ALLTOALLV;
+        if (status == 0 || sizes_differ)
+            return 1;
+        *why = status == CT_TABLE_NATIVE ? CT_WHY_TABLE_NATIVE : CT_WHY_NO_ENTRY;
+        return -1;
+    }
+    *why = CT_WHY_NOT_CHOSEN;
+    return env.any_forced ? -1 : 0;
 }
 
 const ct_algorithm_info *ct_select_forced(ct_coll coll)

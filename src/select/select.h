@@ -71,11 +71,16 @@ int ct_select(const ct_select_query *q, ct_choice *choice, int *err);
  * own string, which the engine finds by address), segment size, split. */
 void ct_choice_options(const ct_choice *choice, ct_options *opts);
 
-/* Whether anything of colltune's may serve coll: 1, an algorithm forced for it or a table
- * loaded; -1, neither, but another operation's algorithm is forced (the finalize summary
- * then counts the call, as not chosen); 0, nothing at all. Without a 1 a drop-in call goes
- * to the library before any lookup. */
-int ct_select_may_serve(ct_coll coll);
+/* Whether anything of colltune's may serve coll: 1, an algorithm forced for it, or a
+ * loaded table with an entry for it that names a colltune algorithm; -1, the call is native
+ * whatever its size (the table has no such entry, or no table is loaded but another
+ * operation's algorithm is forced), and the finalize summary counts it with *why; 0,
+ * nothing of colltune's is set at all. Without a 1 a drop-in call goes to the library
+ * before any lookup (a table naming other operations cost a native bcast 8 B 900
+ * instructions, docs/BENCHMARKS.md section 39). Operations whose sizes differ between
+ * ranks (gatherv, scatterv, alltoallv) with a table loaded answer 1: their reason is
+ * given by the lookup. */
+int ct_select_may_serve(ct_coll coll, ct_native_why *why);
 
 /* The valid algorithm COLLTUNE_<OP>_ALGORITHM forces for coll, or NULL. */
 const ct_algorithm_info *ct_select_forced(ct_coll coll);

@@ -266,6 +266,29 @@ static atomic_int loaded; /* nentries, read without the lock on every call */
 static atomic_int generation;
 /* What the finalize summary says of the loaded table: its file and its MPI. */
 static char loaded_path[512], loaded_mpi[160];
+/* Per operation, over all its entries and forms: 0 when one names a colltune algorithm,
+ * else CT_TABLE_NATIVE (entries, all native) or CT_TABLE_NO_ENTRY (ct_table_op_status). */
+static atomic_int op_status[CT_NCOLL];
+
+static int names_colltune(const choice *c)
+{
+    return c->algorithm && strcmp(c->algorithm, "native") != 0;
+}
+
+/* Under the lock, after entries changed. */
+static void set_op_status(void)
+{
+    for (int k = 0; k < CT_NCOLL; k++) {
+        int status = CT_TABLE_NO_ENTRY;
+        for (int i = 0; i < nentries && status != 0; i++)
+            if (entries[i].coll == k)
+                status = names_colltune(&entries[i].best) ||
+                                 names_colltune(&entries[i].no_thread)
+                             ? 0
+                             : CT_TABLE_NATIVE;
+        atomic_store(&op_status[k], status);
+    }
+}
 
 /* The last lookup of this thread: a program calls the same collective at the same
  * size in a loop, and the scan (two logarithms an entry, under the lock) cost
@@ -308,6 +331,7 @@ void ct_table_unload(void)
     free(entries);
     entries = NULL;
     nentries = 0;
+    set_op_status();
     atomic_store(&loaded, 0);
     atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&lock);
@@ -613,6 +637,7 @@ int ct_table_load(const char *path, char *why, size_t len)
     snprintf(loaded_mpi, sizeof loaded_mpi, "%s", mpi_text);
     entries = es;
     nentries = n;
+    set_op_status();
     atomic_store(&loaded, n);
     atomic_fetch_add(&generation, 1);
     pthread_mutex_unlock(&lock);
@@ -630,6 +655,12 @@ void ct_table_describe(char *path, size_t path_len, char *mpi, size_t mpi_len)
 int ct_table_loaded(void)
 {
     return atomic_load(&loaded) > 0;
+}
+
+int ct_table_op_status(ct_coll coll)
+{
+    return (int)coll >= 0 && (int)coll < CT_NCOLL ? atomic_load(&op_status[coll])
+                                                  : CT_TABLE_NO_ENTRY;
 }
 
 /* Whether x is at least as near key u as key v in log scale, ties to the smaller key:

@@ -52,6 +52,13 @@ int ct_table_wants_progress(void);
  * version; checked once MPI is initialized). */
 int ct_table_load(const char *path, char *why, size_t len);
 int ct_table_loaded(void);
+
+/* Over all the loaded table's entries of the operation, whatever their form, size and
+ * communicator size: 0 when some entry names a colltune algorithm (a lookup may answer
+ * with one), CT_TABLE_NATIVE when all it has are native, CT_TABLE_NO_ENTRY when it has
+ * none (or no table is loaded). Lets a call the table can only send native skip the
+ * lookup. */
+int ct_table_op_status(ct_coll coll);
 void ct_table_unload(void);
 
 #endif
