@@ -285,7 +285,9 @@ def run_column(col: Column, args, results: list, stderr_notes: list, repeat: int
         d = json.loads(line)
         r = {"repeat": repeat, "column": col.name, "part": col.part, "op": d["op"],
              "size": d["size"], "form": d["form"], "iters": d["iters"],
-             "mean_us": d["avg_us"], "median_us": d["median_us"]}
+             "mean_us": d["avg_us"], "median_us": d["median_us"],
+             # the whole iteration (barrier between, call, partner): what the loop pays
+             "iter_mean_us": d.get("iter_avg_us"), "iter_median_us": d.get("iter_median_us")}
         if "mix" in d:
             r.update(mix=d["mix"], mix_mean_us=d["mix_avg_us"])
         results.append(r)
@@ -312,8 +314,11 @@ def tables(results: list, args) -> str:
     """The ratio tables, in Markdown, from the raw results alone."""
     mean = {}  # (column, op, size) -> {repeat: mean (or median, --stat median)}
     for r in results:
-        mean.setdefault((r["column"], r["op"], r["size"]), {})[r["repeat"]] = r[f"{args.stat}_us"]
-    stat = args.stat
+        if r.get(f"{args.stat}_us") is not None:
+            mean.setdefault((r["column"], r["op"], r["size"]), {})[r["repeat"]] = \
+                r[f"{args.stat}_us"]
+    stat = args.stat.replace("_", " ") + (" of the whole iteration (barrier between, call, "
+                                          "partner)" if args.stat.startswith("iter") else "")
     repeats = sorted({r["repeat"] for r in results})
     names = sorted({r["column"] for r in results})
     pts = [(op, s) for op in args.ops for s in ([0] if op == "barrier" else args.sizes)]
@@ -414,6 +419,18 @@ def tables(results: list, args) -> str:
     return "\n".join(out)
 
 
+def loop_tables(results: list, args) -> str:
+    """Part (a) again on the whole iteration's time: a colltune barrier between the calls
+    whose last arriver leaves first charges its skew to the next call's timer (docs/
+    BENCHMARKS.md section 40), so the calls' own times can rank the policies otherwise than
+    what the loop costs."""
+    if args.stat.startswith("iter") or not any(r["part"] == "a" for r in results):
+        return ""
+    loop = argparse.Namespace(**vars(args))
+    loop.stat = "iter_" + args.stat
+    return tables([r for r in results if r["part"] == "a"], loop)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="bench/record.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--np", type=int, default=int(os.environ.get("NP", "2")),
@@ -446,10 +463,13 @@ def main(argv=None) -> int:
                    help="the pair mix's barrier between iterations: pmpi (default: the "
                         "drop-in sees only the two operations) or mpi (it sees the barrier "
                         "too: barrier, op, partner)")
-    p.add_argument("--stat", choices=("mean", "median"), default="mean",
+    p.add_argument("--stat", choices=("mean", "median", "iter_mean", "iter_median"),
+                   default="mean",
                    help="what the tables compare: the mean per call (the record's) or, on a "
                         "loaded machine where descheduled iterations swamp the means, the "
-                        "median (the raw lines carry both)")
+                        "median (the raw lines carry both); iter_*: the whole iteration's "
+                        "(the barrier between, the call and its partner), which the record "
+                        "also prints for part (a)")
     p.add_argument("--from-json", default=None, metavar="FILE",
                    help="print the tables of an earlier run's --json file, run nothing")
     args = p.parse_args(argv)
@@ -470,6 +490,7 @@ def main(argv=None) -> int:
         doc = json.loads(Path(args.from_json).read_text())
         args.np, args.ops, args.sizes = doc["np"], doc["ops"], doc["sizes"]
         print(tables(doc["results"], args))
+        print(loop_tables(doc["results"], args))
         return 0
     tables_given = args.table or [os.environ.get("COLLTUNE_TABLE") or
                                   str(ROOT / "colltune-table.json")]
@@ -522,6 +543,7 @@ def main(argv=None) -> int:
     if not notes:
         print("# stderr: nothing but colltune's own summary lines from any launch")
     print(tables(results, args))
+    print(loop_tables(results, args))
     if args.json:
         Path(args.json).write_text(json.dumps({"np": args.np, "ops": args.ops,
                                                "sizes": args.sizes, "results": results,

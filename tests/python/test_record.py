@@ -69,6 +69,10 @@ def test_quick_record_tables(rec, tmp_path):
             assert r[4] == "mpich"
             close(r[5], mean[(f"{mix}:tuned-mpich", "bcast", size)],
                   mean[(f"{mix}:native-mpich", "bcast", size)])
+        # the same table on the whole iteration's time (barrier between, call, partner)
+        w = rows(out, f"### (a) tuned colltune / best native, {mix} mix, 2 ranks (iter mean")
+        assert w[0] == t[0] and [r[:2] for r in w[2:]] == [r[:2] for r in t[2:]]
+        assert all(float(r[5].split(",")[0]) > 0 for r in w[2:])
     t = rows(out, "### (b)")
     assert len(t[0]) == 9 and [r[:2] for r in t[2:]] == [["MPICH", "bcast (other: allreduce)"]]
     for cell, c in zip(t[2][6:], ("dropin", "table", "forced"), strict=True):
