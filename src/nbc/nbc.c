@@ -14,7 +14,10 @@
  * calls while it is in flight: the wait and test family (src/nbc/complete.c)
  * checks colltune's requests itself and hands MPI only the others, then frees a
  * finished request with PMPI_Wait (greq_free queues it; what it holds is
- * released outside MPI's callbacks, by ct_nbc_reap).
+ * released outside MPI's callbacks, by ct_nbc_reap). A persistent call's start
+ * (borrowed) makes no generalized request: the program holds the plan's handle, not
+ * the request's, so MPI has nothing to know; collecting it does what the callbacks
+ * would (ct_nbc_collect), which halved a start's instructions besides MPI's own.
  *
  * Threads: the application thread prepares, starts and waits; the progress
  * thread steps the offloaded parts. They share a request only through the
@@ -64,7 +67,7 @@ struct ct_nbc_req {
     atomic_int done;          /* final_rc is set: the operation is over (release) */
     int retained;             /* ct_job_retain holds the job's handles */
     MPI_Errhandler errh;      /* the communicator's error handler at the start */
-    MPI_Request greq;
+    MPI_Request greq;         /* MPI_REQUEST_NULL for a persistent call's start */
     struct ct_nbc_req *next;     /* the progress thread's queue */
     struct ct_nbc_req *app_next; /* the list of application parts to drive */
     struct ct_nbc_req *freed_next; /* freed by MPI, waiting for ct_nbc_reap */
@@ -241,6 +244,18 @@ static int greq_free(void *extra)
     return MPI_SUCCESS;
 }
 
+/* What MPI's free callback and ct_nbc_reap do for a request, at once: a persistent call's
+ * start, which has no generalized request. */
+static void borrowed_free(ct_nbc_req *r)
+{
+    table_remove(r);
+    if (r->retained)
+        ct_job_release(r->job);
+    if (r->errh != MPI_ERRHANDLER_NULL)
+        PMPI_Errhandler_free(&r->errh);
+    req_free(r);
+}
+
 void ct_nbc_reap(void)
 {
     pthread_mutex_lock(&freed_lock);
@@ -288,7 +303,8 @@ static void complete(ct_nbc_req *r, int by_thread)
     MPI_Request greq = r->greq;
     atomic_store_explicit(&r->final_rc, r->rc, memory_order_release);
     atomic_store_explicit(&r->done, 1, memory_order_release);
-    MPI_Grequest_complete(greq);
+    if (greq != MPI_REQUEST_NULL) /* a persistent call's start has none */
+        MPI_Grequest_complete(greq);
 }
 
 static void bind_thread(int core)
@@ -930,9 +946,15 @@ int ct_nbc_collect(ct_nbc_req *r, MPI_Request *request, MPI_Status *status)
         PMPI_Comm_set_errhandler(r->job->x.comm, r->errh);
         PMPI_Comm_call_errhandler(r->job->x.comm, rc);
     }
-    MPI_Status own;
-    /* Frees r; a persistent call's handle stays the program's, inactive again. */
-    PMPI_Wait(r->borrowed ? &r->greq : request, status == MPI_STATUS_IGNORE ? &own : status);
+    if (r->borrowed) {
+        /* A persistent call's handle stays the program's, inactive again. */
+        if (status != MPI_STATUS_IGNORE)
+            greq_query(NULL, status);
+        borrowed_free(r);
+    } else {
+        MPI_Status own;
+        PMPI_Wait(request, status == MPI_STATUS_IGNORE ? &own : status); /* frees r */
+    }
     if (status != MPI_STATUS_IGNORE)
         status->MPI_ERROR = rc;
     ct_nbc_reap();
@@ -1066,23 +1088,26 @@ static int launch(ct_nbc_req *r, ct_coll coll, MPI_Comm comm, const ct_options *
     r->has_lower = r->app_sched != NULL;
     if (ct_select_log_level() >= CT_LOG_DEBUG)
         log_start(r, coll, comm, opts);
-    if ((rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, &r->greq)) !=
-        MPI_SUCCESS) {
-        req_drop(r);
-        return rc;
-    }
-    if (!r->borrowed)
+    r->greq = MPI_REQUEST_NULL;
+    if (!r->borrowed) {
+        if ((rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, r, &r->greq)) !=
+            MPI_SUCCESS) {
+            req_drop(r);
+            return rc;
+        }
         r->key = r->greq;
+    }
     if ((rc = table_put(r->key, r)) != MPI_SUCCESS) {
         /* Untracked, it cannot be driven: completed at once with the error. */
         r->rc = rc;
         atomic_store_explicit(&r->final_rc, rc, memory_order_release);
         atomic_store_explicit(&r->done, 1, memory_order_release);
-        MPI_Grequest_complete(r->greq);
-        if (r->borrowed) /* the program's handle knows nothing of it */
-            PMPI_Wait(&r->greq, MPI_STATUS_IGNORE);
-        else
+        if (r->borrowed) { /* the program's handle knows nothing of it */
+            req_drop(r);
+        } else {
+            MPI_Grequest_complete(r->greq);
             *out = r->greq;
+        }
         return rc;
     }
     if (!r->borrowed)
