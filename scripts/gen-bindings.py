@@ -286,7 +286,12 @@ def dropin_entry(row: Row, form: str) -> list[str]:
     nb = form == "i"
     mpi = f"MPI_I{row.lower}" if nb else f"MPI_{row.name}"
     disp = row.dispatch[form]
-    body = ct_call_init(row, "request" if nb else "NULL") + vargs_init(row)
+    # nothing of colltune's can see the call (ct_dropin_settle): the library at once
+    pmpi = f"PMPI_I{row.lower}" if nb else f"PMPI_{row.name}"
+    body = [f"    if (ct_dropin_pass[{row.coll}]) {{", f"        ct_dropin_passed({row.coll});"]
+    body += wrap(f"return {pmpi}(", names(row, ["MPI_Request *request"] if nb else []), ");", 8)
+    body += ["    }"]
+    body += ct_call_init(row, "request" if nb else "NULL") + vargs_init(row)
     if disp == "ct_dropin_intercept":
         assert row.vargs is None, f"{row.name}: ct_dropin_intercept takes no arrays"
         body.append("    return ct_dropin_intercept(&c);")

@@ -20,6 +20,10 @@
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_BCAST]) {
+        ct_dropin_passed(CT_BCAST);
+        return PMPI_Bcast(buf, count, datatype, root, comm);
+    }
     ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm,
                  NULL};
     return ct_dropin_intercept(&c);
@@ -28,6 +32,10 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm co
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_REDUCE]) {
+        ct_dropin_passed(CT_REDUCE);
+        return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    }
     ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm,
                  NULL};
     return ct_dropin_intercept(&c);
@@ -36,6 +44,10 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_ALLREDUCE]) {
+        ct_dropin_passed(CT_ALLREDUCE);
+        return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    }
     ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
                  NULL};
     return ct_dropin_intercept(&c);
@@ -44,6 +56,10 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_SCATTER]) {
+        ct_dropin_passed(CT_SCATTER);
+        return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    }
     ct_call c = {CT_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                  MPI_OP_NULL, root, comm, NULL};
     return ct_dropin_intercept(&c);
@@ -52,6 +68,10 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_GATHER]) {
+        ct_dropin_passed(CT_GATHER);
+        return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    }
     ct_call c = {CT_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, MPI_OP_NULL,
                  root, comm, NULL};
     return ct_dropin_intercept(&c);
@@ -60,6 +80,10 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_ALLGATHER]) {
+        ct_dropin_passed(CT_ALLGATHER);
+        return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
     ct_call c = {CT_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                  MPI_OP_NULL, 0, comm, NULL};
     return ct_dropin_intercept(&c);
@@ -68,6 +92,10 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_ALLTOALL]) {
+        ct_dropin_passed(CT_ALLTOALL);
+        return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
     ct_call c = {CT_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                  MPI_OP_NULL, 0, comm, NULL};
     return ct_dropin_intercept(&c);
@@ -75,6 +103,10 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 
 int MPI_Barrier(MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_BARRIER]) {
+        ct_dropin_passed(CT_BARRIER);
+        return PMPI_Barrier(comm);
+    }
     ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, 0,
                  comm, NULL};
     return ct_dropin_intercept(&c);
@@ -83,6 +115,11 @@ int MPI_Barrier(MPI_Comm comm)
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_ALLGATHERV]) {
+        ct_dropin_passed(CT_ALLGATHERV);
+        return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                               comm);
+    }
     ct_call c = {CT_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, 0,
                  comm, NULL};
     ct_vargs v = {NULL, NULL, recvcounts, displs};
@@ -93,6 +130,11 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
                   MPI_Datatype recvtype, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_ALLTOALLV]) {
+        ct_dropin_passed(CT_ALLTOALLV);
+        return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                              recvtype, comm);
+    }
     ct_call c = {CT_ALLTOALLV, sendbuf, 0, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, 0, comm,
                  NULL};
     ct_vargs v = {sendcounts, sdispls, recvcounts, rdispls};
@@ -103,6 +145,11 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                 MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_GATHERV]) {
+        ct_dropin_passed(CT_GATHERV);
+        return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                            root, comm);
+    }
     ct_call c = {CT_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, root,
                  comm, NULL};
     ct_vargs v = {NULL, NULL, recvcounts, displs};
@@ -113,6 +160,11 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                  int root, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_SCATTERV]) {
+        ct_dropin_passed(CT_SCATTERV);
+        return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+                             root, comm);
+    }
     ct_call c = {CT_SCATTERV, sendbuf, 0, sendtype, recvbuf, recvcount, recvtype, MPI_OP_NULL, root,
                  comm, NULL};
     ct_vargs v = {sendcounts, displs, NULL, NULL};
@@ -122,6 +174,10 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_REDUCE_SCATTER_BLOCK]) {
+        ct_dropin_passed(CT_REDUCE_SCATTER_BLOCK);
+        return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    }
     ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
                  datatype, op, 0, comm, NULL};
     return ct_dropin_intercept_v(&c, NULL);
@@ -130,6 +186,10 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_REDUCE_SCATTER]) {
+        ct_dropin_passed(CT_REDUCE_SCATTER);
+        return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    }
     ct_call c = {CT_REDUCE_SCATTER, sendbuf, 0, datatype, recvbuf, 0, datatype, op, 0, comm, NULL};
     ct_vargs v = {NULL, NULL, recvcounts, NULL};
     return ct_dropin_intercept_v(&c, &v);
@@ -138,6 +198,10 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
              MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_SCAN]) {
+        ct_dropin_passed(CT_SCAN);
+        return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
+    }
     ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, NULL};
     return ct_dropin_intercept_v(&c, NULL);
 }
@@ -145,6 +209,10 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                MPI_Comm comm)
 {
+    if (ct_dropin_pass[CT_EXSCAN]) {
+        ct_dropin_passed(CT_EXSCAN);
+        return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
+    }
     ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, NULL};
     return ct_dropin_intercept_v(&c, NULL);
 }
@@ -154,6 +222,10 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_BCAST]) {
+        ct_dropin_passed(CT_BCAST);
+        return PMPI_Ibcast(buf, count, datatype, root, comm, request);
+    }
     ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm,
                  request};
     return ct_dropin_intercept(&c);
@@ -162,6 +234,10 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm c
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 int root, MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_REDUCE]) {
+        ct_dropin_passed(CT_REDUCE);
+        return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    }
     ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm,
                  request};
     return ct_dropin_intercept(&c);
@@ -170,6 +246,10 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_ALLREDUCE]) {
+        ct_dropin_passed(CT_ALLREDUCE);
+        return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
     ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
                  request};
     return ct_dropin_intercept(&c);
@@ -179,6 +259,11 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                  MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_SCATTER]) {
+        ct_dropin_passed(CT_SCATTER);
+        return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                             request);
+    }
     ct_call c = {CT_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                  MPI_OP_NULL, root, comm, request};
     return ct_dropin_intercept(&c);
@@ -187,6 +272,11 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_GATHER]) {
+        ct_dropin_passed(CT_GATHER);
+        return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                            request);
+    }
     ct_call c = {CT_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, MPI_OP_NULL,
                  root, comm, request};
     return ct_dropin_intercept(&c);
@@ -195,6 +285,11 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_ALLGATHER]) {
+        ct_dropin_passed(CT_ALLGATHER);
+        return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                               request);
+    }
     ct_call c = {CT_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                  MPI_OP_NULL, 0, comm, request};
     return ct_dropin_intercept(&c);
@@ -203,6 +298,11 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_ALLTOALL]) {
+        ct_dropin_passed(CT_ALLTOALL);
+        return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                              request);
+    }
     ct_call c = {CT_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                  MPI_OP_NULL, 0, comm, request};
     return ct_dropin_intercept(&c);
@@ -210,6 +310,10 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_BARRIER]) {
+        ct_dropin_passed(CT_BARRIER);
+        return PMPI_Ibarrier(comm, request);
+    }
     ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, 0,
                  comm, request};
     return ct_dropin_intercept_v(&c, NULL);
@@ -219,6 +323,11 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                     MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_ALLGATHERV]) {
+        ct_dropin_passed(CT_ALLGATHERV);
+        return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                                comm, request);
+    }
     ct_call c = {CT_ALLGATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, 0,
                  comm, request};
     ct_vargs v = {NULL, NULL, recvcounts, displs};
@@ -229,6 +338,11 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
                    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_ALLTOALLV]) {
+        ct_dropin_passed(CT_ALLTOALLV);
+        return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                               recvtype, comm, request);
+    }
     ct_call c = {CT_ALLTOALLV, sendbuf, 0, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, 0, comm,
                  request};
     ct_vargs v = {sendcounts, sdispls, recvcounts, rdispls};
@@ -239,6 +353,11 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                  MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_GATHERV]) {
+        ct_dropin_passed(CT_GATHERV);
+        return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                             root, comm, request);
+    }
     ct_call c = {CT_GATHERV, sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, MPI_OP_NULL, root,
                  comm, request};
     ct_vargs v = {NULL, NULL, recvcounts, displs};
@@ -249,6 +368,11 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[
                   MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                   int root, MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_SCATTERV]) {
+        ct_dropin_passed(CT_SCATTERV);
+        return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
+                              root, comm, request);
+    }
     ct_call c = {CT_SCATTERV, sendbuf, 0, sendtype, recvbuf, recvcount, recvtype, MPI_OP_NULL, root,
                  comm, request};
     ct_vargs v = {sendcounts, displs, NULL, NULL};
@@ -258,6 +382,10 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_REDUCE_SCATTER_BLOCK]) {
+        ct_dropin_passed(CT_REDUCE_SCATTER_BLOCK);
+        return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    }
     ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
                  datatype, op, 0, comm, request};
     return ct_dropin_intercept_v(&c, NULL);
@@ -266,6 +394,10 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_REDUCE_SCATTER]) {
+        ct_dropin_passed(CT_REDUCE_SCATTER);
+        return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    }
     ct_call c = {CT_REDUCE_SCATTER, sendbuf, 0, datatype, recvbuf, 0, datatype, op, 0, comm,
                  request};
     ct_vargs v = {NULL, NULL, recvcounts, NULL};
@@ -275,6 +407,10 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
 int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_SCAN]) {
+        ct_dropin_passed(CT_SCAN);
+        return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
     ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, request};
     return ct_dropin_intercept_v(&c, NULL);
 }
@@ -282,6 +418,10 @@ int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 MPI_Comm comm, MPI_Request *request)
 {
+    if (ct_dropin_pass[CT_EXSCAN]) {
+        ct_dropin_passed(CT_EXSCAN);
+        return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+    }
     ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
                  request};
     return ct_dropin_intercept_v(&c, NULL);

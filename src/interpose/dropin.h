@@ -32,6 +32,25 @@ CT_DROPIN_HIDDEN ct_native_why ct_dropin_outcome(ct_coll coll, int native,
                                                  const ct_choice *choice, const char *ran,
                                                  const ct_options *opts);
 
+/* Per operation (ct_coll), set once MPI_Init returns (ct_dropin_settle): nonzero when
+ * colltune can only send its calls to the library (no algorithm forced for it, no table
+ * entry naming a colltune algorithm, no monitor, profile or debug log watching): its
+ * blocking and non-blocking entry points call the library at once (ct_dropin_passed),
+ * the drop-in's cost a load, a branch and, when a table or another operation's forced
+ * algorithm makes the finalize summary count it, the count (docs/BENCHMARKS.md section 39).
+ * 1: nothing to count; 2 + why: counted as native for why (ct_native_why). 0 before
+ * MPI_Init, and whenever colltune may serve the call. */
+CT_DROPIN_HIDDEN extern unsigned char ct_dropin_pass[CT_NCOLL];
+CT_DROPIN_HIDDEN void ct_dropin_settle(void);
+
+/* An entry point's call of coll goes to the library at once: the summary's count. */
+static inline void ct_dropin_passed(ct_coll coll)
+{
+    unsigned char pass = ct_dropin_pass[coll];
+    if (pass > 1)
+        ct_select_count_native(coll, (ct_native_why)(pass - 2));
+}
+
 /* The dispatchers the generated entry points (bindings.c, from collectives.def) hand
  * their calls to: ct_dropin_intercept (pmpi.c) chooses and runs a blocking or
  * non-blocking call of the eight classic operations, ct_dropin_intercept_v

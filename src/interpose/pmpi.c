@@ -722,6 +722,20 @@ static void check_log_setting(void)
     PMPI_Abort(MPI_COMM_WORLD, 2);
 }
 
+unsigned char ct_dropin_pass[CT_NCOLL];
+
+/* dropin.h: after MPI_Init, when the environment, the table, the monitor and the profile
+ * are what they stay. */
+void ct_dropin_settle(void)
+{
+    int watched = ct_monitor_level || ct_profile_on || ct_select_log_level() >= CT_LOG_DEBUG;
+    for (int k = 0; k < CT_NCOLL; k++) {
+        ct_native_why why = CT_WHY_NOT_CHOSEN;
+        int may = ct_select_may_serve((ct_coll)k, &why);
+        ct_dropin_pass[k] = watched || may > 0 ? 0 : may == 0 ? 1 : (unsigned char)(2 + why);
+    }
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
     progress_mode mode = progress_wanted();
@@ -732,6 +746,7 @@ int MPI_Init(int *argc, char ***argv)
         check_log_setting();
         start_progress(mode);
         ct_monitor_init();
+        ct_dropin_settle();
     }
     return rc;
 }
@@ -744,6 +759,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
         check_log_setting();
         start_progress(mode);
         ct_monitor_init();
+        ct_dropin_settle();
     }
     return rc;
 }
