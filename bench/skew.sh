@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What a barrier between iterations does to the next call (docs/BENCHMARKS.md sections 40,
-# 41): ct_osu at 2 ranks pinned under the MPICH wheel, one operation at one size, four
+# 42): ct_osu at 2 ranks pinned under the MPICH wheel, one operation at one size, four
 # ways: the library's call after the library's barrier (A), the library's call after
 # colltune's shm barrier (B), colltune's shm call after the library's barrier (C), and both
 # colltune's (D). Prints per launch the call's own mean and median (the slowest rank's, us)
