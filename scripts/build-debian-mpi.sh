@@ -2,7 +2,9 @@
 # Builds the drop-in against Debian's own Open MPI or MPICH (installed side by side by
 # scripts/ensure-system-mpi.sh) into build/debian-<name>, quietly: libcolltune and
 # libcolltune_pmpi for the Fortran test (tests/python/test_fortran.py), and the C tests
-# labelled "system" (tests/c/CMakeLists.txt) that scripts/test.sh runs there. An MPI that
+# labelled "system" (tests/c/CMakeLists.txt) that scripts/test.sh runs there, and
+# testbed_check for Debian's Open MPI 4.1 across the test bed (tests/python/test_testbed.py,
+# the launcher bench/apps.sh --testbed needs). An MPI that
 # is not installed is skipped with a word (the tests then skip too).
 # Usage: scripts/build-debian-mpi.sh openmpi|mpich ...
 set -euo pipefail
@@ -30,5 +32,5 @@ for name in "$@"; do
             -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.$name
     fi
     quiet cmake --build "$dir" -j "$(nproc)" --target colltune_pmpi test_coll_mpi test_move_mpi \
-        plain_release_linked plain_finalize_linked
+        plain_release_linked plain_finalize_linked testbed_check
 done

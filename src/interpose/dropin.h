@@ -115,6 +115,10 @@ CT_DROPIN_HIDDEN int ct_dropin_made_native_c(int rc, ct_coll coll, MPI_Comm comm
                                             MPI_Request *request);
 #endif
 #endif
+/* pmpi_persistent.c: MPI_Request_free (pmpi.c) of a persistent collective's handle: its
+ * later starts are not the summary's or the debug log's any more (a handle MPI gives out
+ * again may be a point-to-point request). Cheap where no persistent collective is kept. */
+CT_DROPIN_HIDDEN void ct_dropin_persistent_forget(MPI_Request handle);
 
 #if MPI_VERSION >= 4
 #define CT_FITS_INT(n) ((n) >= 0 && (n) <= INT_MAX)

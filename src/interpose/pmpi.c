@@ -534,6 +534,8 @@ int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices
  * and is freed then (ct_nbc_release), with a warning under COLLTUNE_LOG=warn or debug. */
 int MPI_Request_free(MPI_Request *request)
 {
+    if (request)
+        ct_dropin_persistent_forget(*request); /* its starts are no longer counted */
     ct_nbc_req *r = request ? ct_nbc_find(*request) : NULL;
     if (r && ct_profile_on)
         ct_profile_forget(*request); /* it may complete unseen */

@@ -12,6 +12,12 @@
  * gets the library's own persistent request, counted by the monitor once, at
  * init; MPI_Start and the waits then go to the library.
  *
+ * The finalize summary and COLLTUNE_LOG=debug count a persistent collective once
+ * per MPI_Start, as the profile does (a program that starts a plan 5 times made
+ * 5 calls): the init says what it chose in its own debug line, and each start
+ * of it, colltune's plan or the library's request, is a call the summary counts
+ * and the debug log shows ("MPI_Start (Bcast_init) ... -> ...").
+ *
  * MPI_Startall starts its requests in array order, colltune's and the
  * library's alike: persistent collectives must start in the same order on every
  * rank, and array order is the one the program wrote.
@@ -22,6 +28,7 @@
 #include <limits.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +38,110 @@
 #include "dropin.h"
 #include "monitor/monitor.h"
 #include "nbc/nbc.h"
+
+/* ---- The inits' choices, counted at each start ------------------------------- */
+
+/* What an init chose, kept by its handle while the summary or the debug log wants the
+ * starts (a table or forced algorithm active, or COLLTUNE_LOG=debug): a few per program,
+ * found by a scan under a lock only when some are kept. */
+typedef struct kept {
+    MPI_Request handle;
+    ct_coll coll;
+    const ct_algorithm_info *alg; /* what the plan runs; NULL: the library's request */
+    long long segsize;            /* > 0: the plan's segment size, as the log says it */
+    ct_native_why why;            /* alg NULL: why the init went native */
+    long long bytes;
+    int rank, size; /* in the communicator, for the debug line (no MPI call at a start) */
+} kept;
+
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static kept *kept_v;
+static size_t nkept_v;
+static atomic_int nkept; /* MPI_Start and MPI_Request_free skip the lock while 0 */
+
+#if CT_HAVE_PERSISTENT_COLL
+static size_t kept_cap;
+
+static void keep(const ct_call *c, const ct_algorithm_info *alg, long long segsize,
+                 ct_native_why why, long long bytes)
+{
+    if (!c->request || *c->request == MPI_REQUEST_NULL ||
+        (!ct_select_active() && ct_select_log_level() < CT_LOG_DEBUG))
+        return;
+    kept k = {.handle = *c->request, .coll = c->coll, .alg = alg, .segsize = segsize,
+              .why = why, .bytes = bytes < 0 ? 0 : bytes, .rank = -1};
+    if (c->comm != MPI_COMM_NULL) {
+        PMPI_Comm_rank(c->comm, &k.rank);
+        PMPI_Comm_size(c->comm, &k.size);
+    }
+    pthread_mutex_lock(&kept_lock);
+    if (nkept_v == kept_cap) {
+        size_t cap = kept_cap ? 2 * kept_cap : 16;
+        kept *v = realloc(kept_v, cap * sizeof *v);
+        if (!v) { /* out of memory: its starts go uncounted, the program goes on */
+            pthread_mutex_unlock(&kept_lock);
+            return;
+        }
+        kept_v = v;
+        kept_cap = cap;
+    }
+    kept_v[nkept_v++] = k;
+    atomic_store(&nkept, (int)nkept_v);
+    pthread_mutex_unlock(&kept_lock);
+}
+#endif
+
+/* dropin.h */
+void ct_dropin_persistent_forget(MPI_Request handle)
+{
+    if (atomic_load_explicit(&nkept, memory_order_relaxed) == 0 || handle == MPI_REQUEST_NULL)
+        return;
+    pthread_mutex_lock(&kept_lock);
+    for (size_t i = 0; i < nkept_v; i++)
+        if (kept_v[i].handle == handle) {
+            kept_v[i] = kept_v[--nkept_v];
+            break;
+        }
+    atomic_store(&nkept, (int)nkept_v);
+    pthread_mutex_unlock(&kept_lock);
+}
+
+/* A start of a kept handle: one call for the summary, one debug line. */
+static void count_start(MPI_Request handle)
+{
+    if (atomic_load_explicit(&nkept, memory_order_relaxed) == 0)
+        return;
+    kept k = {0};
+    int found = 0;
+    pthread_mutex_lock(&kept_lock);
+    for (size_t i = 0; i < nkept_v && !found; i++)
+        if (kept_v[i].handle == handle) {
+            k = kept_v[i];
+            found = 1;
+        }
+    pthread_mutex_unlock(&kept_lock);
+    if (!found)
+        return;
+    if (k.alg)
+        ct_select_count_served(k.coll, k.alg, k.segsize > 0, k.segsize);
+    else
+        ct_select_count_native(k.coll, k.why);
+    if (ct_select_log_level() < CT_LOG_DEBUG)
+        return;
+    char line[256], seg[40] = "", why[96] = "";
+    if (k.segsize > 0)
+        snprintf(seg, sizeof seg, " segsize %lld", k.segsize);
+    if (!k.alg)
+        snprintf(why, sizeof why, " (%s)", ct_select_why_text(k.why));
+    /* Not "MPI_<Op>_init N bytes ->": that is the init's line, which says the plan. */
+    int n = snprintf(line, sizeof line,
+                     "colltune: rank %d/%d MPI_Start (%s_init) %lld bytes -> %s%s%s\n", k.rank, k.size, ct_select_mpi_name(k.coll), k.bytes,
+                     k.alg ? k.alg->name : "native", seg, why);
+    if (n > 0 && n < (int)sizeof line) {
+        ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
+        (void)w;
+    }
+}
 
 #if CT_HAVE_PERSISTENT_COLL
 
@@ -94,10 +205,16 @@ int ct_dropin_plan(const ct_call *c, const ct_vargs *v, int *native)
         plan_why = ct_select_take_refusal();
         return MPI_SUCCESS;
     }
-    if (rc == MPI_SUCCESS) /* a plan made: its starts run the algorithm that was chosen */
-        ct_dropin_outcome(c->coll, 0, &choice, ran, &o);
     int segmented = choice.algorithm && (choice.algorithm->flags & CT_ALG_SEGMENTABLE) &&
                     o.has_segsize;
+    if (rc == MPI_SUCCESS) { /* a plan made: its starts run the algorithm that was chosen */
+        /* What ct_dropin_outcome would count for the call, counted at each start instead. */
+        if (!choice.algorithm ||
+            (ran != choice.algorithm->name && strcmp(ran, "native") == 0))
+            keep(c, NULL, 0, ct_select_take_refusal(), bytes);
+        else
+            keep(c, choice.algorithm, segmented ? o.segsize : 0, CT_NWHY, bytes);
+    }
     log_init(c, bytes, ran, segmented ? o.segsize : 0, CT_NWHY);
     if (ct_profile_on)
         ct_dropin_profile(c, CT_PROF_PERSISTENT, bytes, ran, &o, 0, rc);
@@ -107,7 +224,8 @@ int ct_dropin_plan(const ct_call *c, const ct_vargs *v, int *native)
 /* The library's persistent request was made (rc): counted, logged. */
 static int counted_native(int rc, const ct_call *c, long long bytes, ct_native_why why)
 {
-    ct_select_count_native(c->coll, why);
+    if (rc == MPI_SUCCESS) /* the summary counts its starts */
+        keep(c, NULL, 0, why, bytes);
     if (ct_monitor_level)
         ct_monitor_native(c->coll, bytes < 0 ? 0 : bytes);
     log_init(c, bytes, "native", 0, why);
@@ -147,6 +265,8 @@ int ct_dropin_made_native_c(int rc, ct_coll coll, MPI_Comm comm, MPI_Request *re
 
 static int start_one(MPI_Request *request)
 {
+    if (request)
+        count_start(*request);
     ct_plan *p = ct_plan_find(*request);
     if (!p && !ct_profile_on)
         return PMPI_Start(request);

@@ -99,7 +99,8 @@ const char *ct_select_log_problem(void);
 /* ---- The finalize summary's counts (summary.c) ---------------------------------------
  * Per operation, this process's calls served by each colltune algorithm and gone native
  * per reason: a relaxed atomic increment a call, no lock, no allocation. The drop-in
- * counts each call once, with its outcome (a persistent collective once, at its init). */
+ * counts each call once, with its outcome (a persistent collective at each MPI_Start, with
+ * what its init chose: pmpi_persistent.c). */
 void ct_select_count_served(ct_coll coll, const ct_algorithm_info *alg, int has_segsize,
                             long long segsize);
 void ct_select_count_native(ct_coll coll, ct_native_why why);

@@ -7,8 +7,18 @@ from pathlib import Path
 
 import pytest
 from colltune.core.hosts import Placement
+from colltune.core.launch import openmpi
 from colltune.core.mpi import MPIBuild, MPIError
 from colltune.probe.cluster import host_layers
+
+
+@pytest.fixture(autouse=True)
+def prrte(request, monkeypatch):
+    """The command lines below are PRRTE's (Open MPI 5): whatever `mpiexec` is on this
+    machine's PATH (Debian's is ORTE's) must not decide them. test_orte_* asks real
+    (fake) launchers."""
+    if not request.node.name.startswith("test_orte"):
+        monkeypatch.setattr(openmpi, "orte", lambda mpiexec: False)
 
 
 def build(flavor: str, placement: Placement) -> MPIBuild:
@@ -57,6 +67,28 @@ def test_testbed_command_lines():
     assert cmd[cmd.index("btl_tcp_if_include") + 1] == "eth0"
     assert cmd[cmd.index("btl") + 1] == "self,sm,tcp"
     assert cmd[cmd.index("--bind-to") + 1] == "none"
+
+
+def test_orte_testbed_command_lines(tmp_path):
+    """Open MPI 4.1's ORTE mpiexec (Debian's, which the Debian-built applications need)
+    rejects --prtemca, ignores plm_ssh_agent and has no `sm` transport ("btl sm is dead"):
+    told apart by its --version, it gets --mca plm_rsh_agent and vader; PRRTE's stays."""
+    p = Placement(hosts=["ctb-h0", "ctb-h1"], ppn=1, rsh="/w/rsh", iface="eth0",
+                  prefix=["nsenter", "--"], same_machine=True)
+    for name, text, agent, shm in (
+            ("orterun", "mpiexec.openmpi (OpenRTE) 4.1.4", "plm_rsh_agent", "vader"),
+            ("prterun", "mpiexec (Open MPI) 5.0.11", "plm_ssh_agent", "sm")):
+        exe = tmp_path / name
+        exe.write_text(f"#!/bin/sh\necho '{text}'\n")
+        exe.chmod(0o755)
+        b = build("openmpi", p)
+        b.mpiexec = str(exe)
+        cmd = b.launch_command(2, ["prog"])
+        assert cmd[cmd.index(agent) + 1] == "/w/rsh" and cmd[cmd.index(agent) - 1] == (
+            "--mca" if shm == "vader" else "--prtemca")
+        assert cmd[cmd.index("oob_tcp_if_include") + 1] == "eth0"
+        assert ("--prtemca" in cmd) == (shm == "sm")
+        assert cmd[cmd.index("btl") + 1] == f"self,{shm},tcp"
 
 
 def test_layers_inside_and_between_hosts_never_mix():

@@ -2,8 +2,10 @@
 algorithm and with calls refused to native, rank 0's summary at MPI_Finalize says per
 operation as many calls per algorithm and per native reason as COLLTUNE_LOG=debug's
 per-call lines of rank 0 (tests/c/plain_summary.c, a known mix of blocking, non-blocking
-and persistent calls); COLLTUNE_LOG=quiet says nothing; an unknown COLLTUNE_LOG stops the
-program with one line naming the allowed values."""
+and persistent calls; a persistent collective is a call each time it is started, as the
+profile counts it: its MPI_Start lines are counted, not its init's); COLLTUNE_LOG=quiet
+says nothing; an unknown COLLTUNE_LOG stops the program with one line naming the allowed
+values."""
 
 from __future__ import annotations
 
@@ -26,6 +28,11 @@ NRANKS = 2
 END = r"(?=\n|colltune:|$)"
 DEBUG = re.compile(r"colltune: rank 0/\d+ MPI_(\w+?) -?\d+ bytes -> ([a-z0-9_]+)"
                    r"(?: segsize (\d+))?(?: \(([^)]*)\))?" + END)
+# A start of a persistent collective: one call (the init's own line says the plan).
+START = re.compile(r"colltune: rank 0/\d+ MPI_Start \((\w+?)\) -?\d+ bytes -> ([a-z0-9_]+)"
+                   r"(?: segsize (\d+))?(?: \(([^)]*)\))?" + END)
+# An init's line: MPI_Bcast_init ... -> what its starts will run.
+INIT = re.compile(r"colltune: rank 0/\d+ MPI_\w+_init -?\d+ bytes -> ")
 OPERATION = re.compile(r"colltune: ([a-z_]+) (\d+) calls?: (.*?)" + END)
 PART = re.compile(r"(\d+) ([a-z0-9_]+)(?: \(([^)]*)\))?")
 
@@ -54,8 +61,10 @@ def operation(call: str) -> str:
 
 
 def from_debug(stderr: str) -> dict[str, Counter]:
+    """Rank 0's calls from its debug lines: a persistent collective's starts, not its init."""
     out: dict[str, Counter] = {}
-    for call, ran, seg, why in DEBUG.findall(stderr):
+    calls = [m for m in DEBUG.findall(stderr) if not m[0].endswith("_init")]
+    for call, ran, seg, why in calls + START.findall(stderr):
         key = f"native ({why})" if ran == "native" else ran + (f" (segsize {seg})" if seg else "")
         out.setdefault(operation(call), Counter())[key] += 1
     return out
@@ -82,6 +91,9 @@ def same_counts(p: subprocess.CompletedProcess) -> dict[str, Counter]:
 def persistent(p: subprocess.CompletedProcess) -> int:
     """1 where the program made its MPI_Bcast_init (an MPI with persistent collectives)."""
     return int("persistent forms: yes" in p.stdout)
+
+
+STARTS = 3  # plain_summary starts its MPI_Bcast_init 3 times
 
 
 def table(build: MPIBuild, path: Path, entries: list[dict]) -> Path:
@@ -120,7 +132,7 @@ def test_table_summary_matches_the_debug_lines(build, tmp_path):
     assert got["allreduce"] == Counter({"ring": 20, "native (non-commutative op)": 4})
     assert got["bcast"] == Counter({"binomial (segsize 512)": 10, "binary": 5,
                                     "native (the table says native)": 6,
-                                    **({"chain (segsize 256)": 1} if persistent(p) else {})})
+                                    **({"chain (segsize 256)": STARTS} if persistent(p) else {})})
     assert got["scan"] == Counter({"recursive_doubling": 3})
     assert got["allgatherv"] == Counter({"native (not in the table)": 3})
     assert got["gatherv"] == Counter({"native (sizes differ between ranks)": 2})
@@ -134,9 +146,29 @@ def test_forced_summary_matches_the_debug_lines(build):
                COLLTUNE_ALLREDUCE_ALGORITHM="ring", COLLTUNE_LOG="debug")
     got = same_counts(p)
     assert "colltune: forced COLLTUNE_BCAST_ALGORITHM=shm" in p.stderr
-    assert got["bcast"] == Counter({"shm (segsize 4096)": 16 + 5 + persistent(p)})
+    assert got["bcast"] == Counter({"shm (segsize 4096)": 16 + 5 + STARTS * persistent(p)})
     assert got["allreduce"] == Counter({"ring": 20, "native (non-commutative op)": 4})
     assert got["scan"] == Counter({"native (not forced, no table)": 3})
+
+
+def test_persistent_starts_are_calls(build, tmp_path):
+    """One persistent plan started 3 times is 3 calls in the summary and 3 MPI_Start debug
+    lines, whether colltune runs it (forced) or the library does (the table has no bcast
+    entry: the persistent lookup falls back to the blocking one); the init has one line of
+    its own, which the summary does not count."""
+    p = launch(build, COLLTUNE_BCAST_ALGORITHM="binomial", COLLTUNE_LOG="debug")
+    if not persistent(p):
+        pytest.skip("this MPI has no persistent collectives")
+    same_counts(p)
+    assert len(INIT.findall(p.stderr)) == 1, p.stderr[-3000:]
+    assert [m[:2] for m in START.findall(p.stderr)] == [("Bcast_init", "binomial")] * STARTS
+    t = table(build, tmp_path / "t.json", [entry("allreduce", 8, "ring")])
+    q = launch(build, COLLTUNE_TABLE=str(t), COLLTUNE_LOG="debug")
+    got = same_counts(q)
+    assert len(INIT.findall(q.stderr)) == 1, q.stderr[-3000:]
+    assert [m[1:4] for m in START.findall(q.stderr)] == [
+        ("native", "", "not in the table")] * STARTS, q.stderr[-3000:]
+    assert got["bcast"] == Counter({"native (not in the table)": 16 + 5 + STARTS})
 
 
 def test_summary_without_debug_and_quiet(build):
@@ -145,7 +177,7 @@ def test_summary_without_debug_and_quiet(build):
     p = launch(build, COLLTUNE_BCAST_ALGORITHM="binomial")
     assert p.returncode == 0, p.stderr[-2000:]
     got = from_summary(p.stderr)
-    assert got["bcast"] == Counter({"binomial": 16 + 5 + persistent(p)})
+    assert got["bcast"] == Counter({"binomial": 16 + 5 + STARTS * persistent(p)})
     assert got["scan"] == Counter({"native (not forced, no table)": 3})
     q = launch(build, COLLTUNE_BCAST_ALGORITHM="binomial", COLLTUNE_LOG="quiet")
     assert q.returncode == 0 and "rank 0 ok" in q.stdout, q.stderr[-2000:]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from colltune.core import testbed
+from colltune.core.hosts import project_root
 from colltune.core.mpi import MPIBuild, MPIError, available_builds
 
 NAME = "ctbt"
@@ -118,6 +119,29 @@ def test_failed_and_timed_out_jobs_leave_nothing():
         assert time.monotonic() - t0 < 60
         assert [testbed.netns_pids(h["name"]) for h in state["hosts"]] == [[], []]
     assert_nothing_left(OTHER)
+
+
+def test_debian_open_mpi_4_across_hosts():
+    """Debian's Open MPI 4.1 (ORTE's mpiexec, which the Debian-built applications of
+    bench/apps.sh need: `colltune app --mpi system --testbed`) on 2 hosts, one rank each:
+    each rank on its own host and the ring across the link. PRRTE's options stopped it
+    before ("unknown option --prtemca"; with them fixed, "btl sm is dead": Open MPI 4's
+    shared memory is vader)."""
+    debian = project_root() / "build" / "debian-openmpi"
+    tool = debian / "tests" / "c" / "testbed_check"
+    if not tool.is_file():
+        pytest.skip(f"{tool} was not built (scripts/build-debian-mpi.sh openmpi)")
+    name = "ctbo"
+    testbed.down(name)
+    with testbed.running(2, 10**9, name):
+        out = colltune("mpiexec", "--mpi", "system", "-ppn", "1", "--timeout", "120", "--",
+                       str(tool), env={"COLLTUNE_BUILD": str(debian)}, name=name,
+                       timeout=180)
+        assert out.returncode == 0, out.stderr[-3000:]
+        doc = json.loads(out.stdout.strip().splitlines()[-1])
+        assert [r["host"] for r in doc["per_rank"]] == [f"{name}-h0", f"{name}-h1"]
+        assert doc["nodes"] == 2 and doc["consistent"] and doc["ring_ok"]
+    assert_nothing_left(name)
 
 
 def test_half_made_bed_is_removed(monkeypatch):
