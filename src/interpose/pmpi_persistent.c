@@ -135,8 +135,9 @@ static void count_start(MPI_Request handle)
         snprintf(why, sizeof why, " (%s)", ct_select_why_text(k.why));
     /* Not "MPI_<Op>_init N bytes ->": that is the init's line, which says the plan. */
     int n = snprintf(line, sizeof line,
-                     "colltune: rank %d/%d MPI_Start (%s_init) %lld bytes -> %s%s%s\n", k.rank, k.size, ct_select_mpi_name(k.coll), k.bytes,
-                     k.alg ? k.alg->name : "native", seg, why);
+                     "colltune: rank %d/%d MPI_Start (%s_init) %lld bytes -> %s%s%s\n", k.rank,
+                     k.size, ct_select_mpi_name(k.coll), k.bytes, k.alg ? k.alg->name : "native",
+                     seg, why);
     if (n > 0 && n < (int)sizeof line) {
         ssize_t w = write(2, line, (size_t)n); /* one write: lines of ranks do not mix */
         (void)w;
