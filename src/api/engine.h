@@ -41,6 +41,12 @@ typedef struct shm_lane {
     /* Calls on the lane so far: the epoch of its flags (each lane its own, so that a
      * call's "the previous call is done" means the previous call on this lane). */
     unsigned long long seq;
+    /* Lane 0: its last call was the flat shm barrier and it completed on this rank
+     * (run.c), so the next call's "previous call done" waits hold already (ct_exec_ctx.
+     * prev_synced). Read and cleared by every call's epoch, so a call that does not say
+     * otherwise leaves it 0. Every rank's own memory: all ranks run lane 0's calls in one
+     * order, so they agree. */
+    int after_barrier;
 } shm_lane;
 
 typedef struct shm_segment {
@@ -184,10 +190,14 @@ static inline void ct_job_take_epoch(ct_job *job)
     if (!seg)
         return;
     shm_lane *l = &seg->lane[0];
+    job->x.prev_synced = 0;
     if (job->form != CT_JOB_BLOCKING) {
         l = &seg->lane[1 + seg->starts++ % (SHM_LANES - 1)];
         job->x.shm = l->data;
         job->x.flags = l->flags;
+    } else {
+        job->x.prev_synced = l->after_barrier;
+        l->after_barrier = 0;
     }
     job->x.epoch = (++l->seq) << 24;
 }

@@ -99,6 +99,15 @@ static void fast_remember(job_slot *slot, const ct_call *c, const ct_options *o)
 }
 
 
+/* The flat barrier on the communicator's shared flags: once it completed on this rank,
+ * every rank had finished its calls before it (the next call need not wait for that). */
+static int syncs_lane(const ct_job *job)
+{
+    return job->segment && job->form == CT_JOB_BLOCKING && job->alg->info.coll == CT_BARRIER &&
+           (job->alg->info.flags & CT_ALG_SHARED_MEMORY) &&
+           !(job->alg->info.flags & CT_ALG_HIERARCHICAL);
+}
+
 static int run_job(const ct_call *c, ct_job *job)
 {
     int rc = MPI_SUCCESS;
@@ -106,6 +115,8 @@ static int run_job(const ct_call *c, ct_job *job)
         rc = ct_exec(&job->sched, &job->x, &job->work);
         if (rc == MPI_SUCCESS)
             rc = ct_job_finish(job);
+        if (rc == MPI_SUCCESS && syncs_lane(job))
+            ((shm_segment *)job->segment)->lane[0].after_barrier = 1;
     }
     if (rc != MPI_SUCCESS)
         return ct_raise_error(c->comm, rc, "%s/%s: failed (%s)", ct_coll_name(c->coll),

@@ -221,6 +221,8 @@ static int pull(const ct_exec_run *x, const ct_op *o)
 /* Whether peer has passed step of this call (CT_STEP_PREV: is done with the last). */
 static int flag_reached(const ct_exec_ctx *c, int peer, unsigned step)
 {
+    if (step == CT_STEP_PREV && c->prev_synced)
+        return 1;
     unsigned long long want = step == CT_STEP_PREV ? c->epoch - 1 : c->epoch | step;
     return atomic_load_explicit(flag_of(c, peer), memory_order_acquire) >= want;
 }

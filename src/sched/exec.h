@@ -30,6 +30,11 @@ typedef struct ct_exec_ctx {
      * peer's: a mismatch is MPI_ERR_TRUNCATE on the rank that sees it, which then raises its
      * flag past the call so that no rank hangs on it. */
     unsigned long long shm_size;
+    /* The previous call on these flags was a barrier on them that completed here: every
+     * rank had finished the calls before it, and it read no data, so this call's
+     * WAIT(peer, CT_STEP_PREV) hold already and are not waited for (a cache line from
+     * each peer less on the way; set per call by the engine, src/api/engine.h). */
+    int prev_synced;
 } ct_exec_ctx;
 
 /* Fills the datatype fields of ctx. */
