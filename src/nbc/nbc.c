@@ -825,9 +825,11 @@ int ct_nbc_poll(void)
         int was = ct_monitor_in_collective;
         ct_monitor_in_collective = 1;
         for (ct_nbc_req **p = &app_list; *p;) {
-            ct_nbc_req *r = *p;
+            /* The next one is read first: once app_part completes r, the thread waiting
+             * for it may free it at once (TSan caught the read after it). */
+            ct_nbc_req *r = *p, *next = r->app_next;
             if (app_part(r)) {
-                *p = r->app_next;
+                *p = next;
                 atomic_fetch_sub(&app_count, 1);
                 moved = 1;
             } else {
