@@ -137,6 +137,7 @@ int ct_setup_reduction_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct
     job->x.src = p->in_place ? c->recvbuf : (void *)c->sendbuf;
     job->x.dst = c->recvbuf;
     job->x.op = c->op;
+    job->x.reduce_fn = ct_reduce_kernel(c->op, c->recvtype);
     return ct_prepare_schedule(cs, job, e, p);
 }
 
@@ -410,6 +411,7 @@ static int build_job(prep *q, ct_job *job, const char **ran)
             x->src = p->in_place ? c->recvbuf : (void *)c->sendbuf;
             x->dst = c->recvbuf;
             x->op = c->op;
+            x->reduce_fn = ct_reduce_kernel(c->op, c->recvtype);
             job->x = *x;
             rc = ct_prepare_schedule(st, job, e, p);
         }

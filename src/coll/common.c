@@ -437,10 +437,17 @@ int ct_shm_reduce(const ct_params *p, ct_sched *s, int root)
         ct_sched_wait(s, r, CT_STEP_PREV); /* every slot is written: nobody may still read */
     for (size_t c = 0; c < nchunks; c++) {
         size_t off = c * chunk, len = c + 1 < nchunks ? chunk : p->count - off;
+        size_t lo = ct_part_lo(len, n, me), l = ct_part_len(len, n, me);
         unsigned base = 3 * (unsigned)c;
         for (int r = 0; r < n && c > 0; r++)
             ct_sched_wait(s, r, base); /* everyone is done with the last chunk */
-        ct_sched_copy(s, in, off, CT_BUF_SHM, (size_t)me * chunk, len);
+        if (small) {
+            ct_sched_copy(s, in, off, CT_BUF_SHM, (size_t)me * chunk, len);
+        } else { /* only the slices the others reduce: this rank reads its own in place */
+            ct_sched_copy(s, in, off, CT_BUF_SHM, (size_t)me * chunk, lo);
+            ct_sched_copy(s, in, off + lo + l, CT_BUF_SHM, (size_t)me * chunk + lo + l,
+                          len - lo - l);
+        }
         ct_sched_signal(s, base + 1);
         for (int j = 0; j < n; j++)
             if (j != me)
@@ -452,20 +459,33 @@ int ct_shm_reduce(const ct_params *p, ct_sched *s, int root)
                     ct_sched_reduce(s, CT_BUF_SHM, (size_t)j * chunk, CT_BUF_DST, off, len);
             }
         } else {
-            size_t lo = ct_part_lo(len, n, me), l = ct_part_len(len, n, me);
-            if (l) {
-                ct_sched_copy(s, CT_BUF_SHM, (size_t)(n - 1) * chunk + lo, CT_BUF_SHM,
-                              result + lo, l);
-                for (int j = n - 2; j >= 0; j--)
-                    ct_sched_reduce(s, CT_BUF_SHM, (size_t)j * chunk + lo, CT_BUF_SHM,
-                                    result + lo, l);
+            /* This rank's slice, x_0 op (x_1 op ... x_{N-1}), own input read where it
+             * lies; accumulated straight into the output where the output is not also
+             * the input (in place, x_me would be overwritten before its turn). */
+            int acc = out && !p->in_place ? CT_BUF_DST : CT_BUF_SHM;
+            size_t acc_off = acc == CT_BUF_DST ? off + lo : result + lo;
+            for (int j = n - 1; j >= 0 && l; j--) {
+                int from = j == me ? in : CT_BUF_SHM;
+                size_t from_off = j == me ? off + lo : (size_t)j * chunk + lo;
+                if (j == n - 1)
+                    ct_sched_copy(s, from, from_off, acc, acc_off, l);
+                else
+                    ct_sched_reduce(s, from, from_off, acc, acc_off, l);
             }
+            if (acc == CT_BUF_DST && root < 0 && l)
+                ct_sched_copy(s, CT_BUF_DST, off + lo, CT_BUF_SHM, result + lo, l);
             ct_sched_signal(s, base + 2);
             if (out) {
                 for (int j = 0; j < n; j++)
                     if (j != me)
                         ct_sched_wait(s, j, base + 2);
-                ct_sched_copy(s, CT_BUF_SHM, result, CT_BUF_DST, off, len);
+                if (acc == CT_BUF_DST) { /* the others' slices */
+                    ct_sched_copy(s, CT_BUF_SHM, result, CT_BUF_DST, off, lo);
+                    ct_sched_copy(s, CT_BUF_SHM, result + lo + l, CT_BUF_DST, off + lo + l,
+                                  len - lo - l);
+                } else {
+                    ct_sched_copy(s, CT_BUF_SHM, result, CT_BUF_DST, off, len);
+                }
             }
         }
         ct_sched_signal(s, base + 3);

@@ -249,8 +249,12 @@ static int end_round(ct_exec_run *x, int blocking, int *stalled)
                                (in_b && o->kind == CT_OP_REDUCE) * bytes);
         }
         if (o->kind == CT_OP_REDUCE) {
-            rc = MPI_Reduce_local(region(x->bases, c, &o->a), region(x->bases, c, &o->b),
-                                  (int)o->a.count, c->datatype, c->op);
+            if (c->reduce_fn)
+                c->reduce_fn(region(x->bases, c, &o->a), region(x->bases, c, &o->b),
+                             o->a.count);
+            else
+                rc = MPI_Reduce_local(region(x->bases, c, &o->a), region(x->bases, c, &o->b),
+                                      (int)o->a.count, c->datatype, c->op);
         } else if (o->kind == CT_OP_COPY) {
             rc = local_copy(c, region(x->bases, c, &o->a), region(x->bases, c, &o->b),
                             o->a.count, &x->w->scratch, &x->w->scratch_len);

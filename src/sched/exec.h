@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include "reduce_local.h"
 #include "sched.h"
 
 typedef struct ct_exec_ctx {
@@ -13,6 +14,8 @@ typedef struct ct_exec_ctx {
     int contiguous;           /* no holes: local copies may use memcpy */
     size_t type_size;
     MPI_Op op;
+    ct_reduce_fn reduce_fn;   /* colltune's kernel for op on datatype (ct_reduce_kernel);
+                                 NULL: MPI_Reduce_local */
     MPI_Comm comm;            /* colltune's private communicator */
     int tag;
     /* Shared-memory algorithms (CT_BUF_SHM, SIGNAL, WAIT): the node's segment

@@ -504,3 +504,27 @@ def test_report_counts(capsys):
         assert counts == EXPECTED[name]
         lines.append(f"{name:10}" + "".join(f"{counts[k]:>11}" for k in STRATEGIES))
     print("\n".join(lines))
+
+
+def test_model_measures_distinct_algorithms_before_more_segment_sizes():
+    # The model ranks three segment sizes of "shm" first; "cma", ranked fourth, is the
+    # fastest measured. With top 3 the slots go to each algorithm's best predicted size
+    # first, so "cma" is measured and chosen.
+    methods = {"native": [0], "shm": [0, 2048, 4096, 8192], "cma": [0], "ring": [0]}
+    predicted = {("shm", 4096): 5.0, ("shm", 2048): 6.0, ("shm", 8192): 7.0, ("shm", 0): 8.0,
+                 ("cma", 0): 8.1, ("ring", 0): 9.0}
+    measured = {("native", 0): 17.0, ("shm", 4096): 14.0, ("shm", 2048): 15.0,
+                ("shm", 8192): 14.5, ("shm", 0): 16.0, ("cma", 0): 9.6, ("ring", 0): 16.5}
+    calls = []
+
+    def evaluate(alg, seg):
+        calls.append((alg, seg))
+        return measured[(alg, seg)]
+
+    res = model(methods, evaluate, predict=lambda a, g: predicted[(a, g)], top=3)
+    assert sorted(calls) == sorted([("native", 0), ("shm", 4096), ("cma", 0), ("ring", 0)])
+    assert (res.algorithm, res.segsize) == ("cma", 0)
+    # more slots than algorithms: the next best predicted segment sizes fill them
+    calls.clear()
+    model(methods, evaluate, predict=lambda a, g: predicted[(a, g)], top=5)
+    assert ("shm", 2048) in calls and ("shm", 8192) in calls and len(calls) == 6

@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "../probe/stats.h"
+#include "sched/reduce_local.h"
 #include "topo.h"
 
 #define MAX_SIZES 1024
@@ -583,7 +584,7 @@ static void measure_local(struct point *p)
         double t0 = MPI_Wtime();
         memcpy(local_dst, SB(0), (size_t)p->size);
         double t1 = MPI_Wtime();
-        MPI_Reduce_local(red_in, red_inout, doubles, MPI_DOUBLE, MPI_SUM);
+        ct_reduce_local(red_in, red_inout, (size_t)doubles, MPI_DOUBLE, MPI_SUM);
         double t2 = MPI_Wtime();
         if (it >= 0)
             samples[it] = (t1 - t0) * 1e6, samples2[it] = (t2 - t1) * 1e6;
