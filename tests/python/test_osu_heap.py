@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -75,3 +76,38 @@ def test_as_is_heap_shows_the_records_difference(build):
     # ...while colltune serving that allreduce left it cold: every Ireduce faults its
     # temporary in (64 pages of 4 KiB at 256 KiB). This is the 3x of issue 36.
     assert reduce_faults(build, "as-is", True) >= ITERS * (REDUCE // 4096)
+
+
+COUNT = re.compile(r"pmpi_count Ireduce (\d+) Iallreduce (\d+) Wait (\d+) Test (\d+) "
+                   r"Waitall (\d+) Testall (\d+) Testany (\d+) Testsome (\d+)")
+
+
+@pytest.mark.parametrize("forced", [None, "COLLTUNE_ALLREDUCE_ALGORITHM"],
+                         ids=["nothing-set", "allreduce-forced"])
+def test_native_ireduce_wait_is_one_pmpi_wait(build, forced):
+    """The other place issue 36 looked: the drop-in's MPI_Wait on an Ireduce it left to
+    MPICH reaches PMPI_Wait once, with no PMPI_Test polling, with nothing set and with
+    another operation forced (which may ask for a thread level and colltune's progress)."""
+    try:
+        counter = build.tool("tests/c/libpmpi_count.so")
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"no tests/c/libpmpi_count.so: {e}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("COLLTUNE_")}
+    env.update(build.launch_env(2),
+               LD_PRELOAD=f"{build.tool('libcolltune_pmpi.so')} {counter}")
+    export = ["LD_PRELOAD"]
+    if forced:
+        env[forced] = "shm"
+        export.append(forced)
+    calls = ITERS + 3  # the timed iterations and the warm-up; no --budget-ms, no sizing call
+    cmd = build.launch_command(2, [str(build.tool("ct_osu")), "--op", "reduce", "--sizes",
+                                   f"8,{REDUCE}", "--iters", str(ITERS), "--warmup", "3",
+                                   "--form", "nonblocking", "--between", "mpi"],
+                               bind=False, export=tuple(export))
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    counts = [tuple(map(int, m)) for m in COUNT.findall(p.stderr)]
+    assert len(counts) == 2, p.stderr  # one line a rank
+    for ireduce, iallreduce, wait, test, *others in counts:
+        assert (ireduce, iallreduce) == (2 * calls, 0)  # two sizes, all left to MPICH
+        assert wait == ireduce and test == 0 and others == [0, 0, 0, 0]
