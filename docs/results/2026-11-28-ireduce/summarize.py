@@ -2,7 +2,7 @@ import json, sys, glob, collections, statistics
 import os; STAT = os.environ.get("STAT", "avg_us")
 d = sys.argv[1]; form = sys.argv[2]
 ops = sys.argv[3].split(",") if len(sys.argv) > 3 else ["reduce", "allreduce"]
-sizes = [8, 4096, 262144, 1048576]
+sizes = [int(x) for x in os.environ.get("SIZES", "8,4096,262144,1048576").split(",")]
 res = collections.defaultdict(list)
 loads = []
 for f in sorted(glob.glob(f"{d}/*-{form}-*.txt")):
