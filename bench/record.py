@@ -24,6 +24,11 @@ core:
       wheel's own non-blocking and persistent (`ct_osu --form`), with a mark where colltune's
       blocking call beats the wheel's.
 
+Every column's ct_osu primes glibc's heap after MPI_Init (its default `--heap primed`), so
+a call the table leaves native runs under the allocator state it has natively, whichever
+calls before it colltune served (docs/bench-notes/ireduce.md); the JSON keeps each point's
+minor page faults (`minflt`).
+
 Each repeat runs every column once, in turn (the columns alternate). A ratio comes from one
 repeat (numerator and denominator measured in the same repeat); the tables list it per
 repeat, and the means' spread (min-max over repeats). The best native is named per repeat.
@@ -287,7 +292,10 @@ def run_column(col: Column, args, results: list, stderr_notes: list, repeat: int
              "size": d["size"], "form": d["form"], "iters": d["iters"],
              "mean_us": d["avg_us"], "median_us": d["median_us"],
              # the whole iteration (barrier between, call, partner): what the loop pays
-             "iter_mean_us": d.get("iter_avg_us"), "iter_median_us": d.get("iter_median_us")}
+             "iter_mean_us": d.get("iter_avg_us"), "iter_median_us": d.get("iter_median_us"),
+             # the timed loop's minor page faults (most over ranks): a per-call temporary
+             # faulting in fresh pages shows here (docs/bench-notes/ireduce.md)
+             "minflt": d.get("minflt")}
         if "mix" in d:
             r.update(mix=d["mix"], mix_mean_us=d["mix_avg_us"])
         results.append(r)

@@ -11,6 +11,7 @@
  * usage: ct_osu --op OP --sizes B,B,... [--mix OP2] [--op OP --sizes ... [--mix OP2]]
  *               [--iters K] [--warmup W] [--budget-ms MS]
  *               [--between pmpi|mpi] [--form blocking|nonblocking|persistent]
+ *               [--heap primed|as-is]
  *
  * Sizes mean what the tuning table means (docs/TABLE.md): the message of bcast, the vector
  * of reduce/allreduce (MPI_DOUBLE, summed: B/8 elements), one rank's block of scatter,
@@ -39,14 +40,37 @@
  * {"op","size","ranks","iters","median_us","min_us","max_us","avg_us","form"} over
  * iterations, "iter_avg_us","iter_median_us" for the whole iteration (the barrier between,
  * the call and its partner), and "mix","mix_avg_us","mix_median_us" with --mix.
+ *
+ * --heap primed (default): right after MPI_Init, one block of HEAP_PRIME bytes is allocated
+ * and freed, so every point runs with glibc's malloc in the state a program reaches after it
+ * first frees a large block. Why: glibc starts with a 128 KiB mmap threshold and trim
+ * threshold and raises both (to the block's size, and twice it) the first time a large
+ * mmapped block is freed. Until then a library that mallocs and frees a temporary buffer of
+ * more than 128 KiB in each call (MPICH's MPI_Ireduce: a temporary of the message's size on
+ * the root) grows the heap with brk and gives it back on each free, faulting in fresh pages
+ * every call: MPICH's Ireduce of 256 KiB costs about 3x. Which earlier points left that state
+ * depended on who served them: natively MPICH's own allreduce of 4 MiB (run before reduce)
+ * raised the thresholds; under a tuning table colltune served it and they stayed low. A
+ * point's time then depended on the points before it and on the other column's choices,
+ * not on the call measured (docs/bench-notes/ireduce.md). as-is: no priming (the state is
+ * whatever MPI_Init and the earlier points left). "minflt" on each line: the minor page
+ * faults a rank took over the timed iterations (getrusage; the most over ranks), which is
+ * what the low thresholds cost: with the heap primed, a call whose temporaries fit in
+ * HEAP_PRIME takes none once warm.
  */
+
+#define _POSIX_C_SOURCE 200809L /* getrusage */
 
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define MAX_GROUPS 16
+/* Under glibc's ceiling for the dynamic mmap threshold (32 MiB on 64-bit), which a larger
+ * freed block would not raise. */
+#define HEAP_PRIME ((size_t)31 << 20)
 #define MAX_SIZES 64
 
 typedef struct group {
@@ -61,6 +85,7 @@ static int between_mpi; /* --between mpi: the drop-in's MPI_Barrier between iter
 enum { BLOCKING, NONBLOCKING, PERSISTENT };
 static int form; /* --form */
 static double budget_us; /* --budget-ms, 0: iterations fixed */
+static int heap_as_is; /* --heap as-is: no priming */
 
 /* MPI 4's persistent collectives: Open MPI 5 has them while it says MPI 3.1. */
 #if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
@@ -246,6 +271,8 @@ static void measure(const group *g, long long size, int iters, int warmup, char 
         fprintf(stderr, "ct_osu: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    struct rusage ru0, ru1;
+    getrusage(RUSAGE_SELF, &ru0); /* around the loop, not each call: a system call */
     for (int i = 0; i < iters; i++) {
         double w0 = MPI_Wtime();
         between();
@@ -259,6 +286,8 @@ static void measure(const group *g, long long size, int iters, int warmup, char 
         }
         whole[i] = (MPI_Wtime() - w0) * 1e6;
     }
+    getrusage(RUSAGE_SELF, &ru1);
+    long faults = ru1.ru_minflt - ru0.ru_minflt, most_faults = 0;
     if (plan != MPI_REQUEST_NULL)
         MPI_Request_free(&plan);
     if (plan2 != MPI_REQUEST_NULL)
@@ -269,6 +298,7 @@ static void measure(const group *g, long long size, int iters, int warmup, char 
         st2 = slowest_stats(mine2, slowest, iters);
     stats loop = slowest_stats(whole, slowest, iters);
     free(whole);
+    PMPI_Reduce(&faults, &most_faults, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
     if (rank != 0)
         return;
     static const char *forms[] = {"blocking", "nonblocking", "persistent"};
@@ -276,7 +306,8 @@ static void measure(const group *g, long long size, int iters, int warmup, char 
            "\"min_us\": %.3f, \"max_us\": %.3f, \"avg_us\": %.3f, \"form\": \"%s\"",
            op, !strcmp(op, "barrier") ? 0LL : size, nprocs, iters, st.median, st.min, st.max,
            st.mean, forms[form]);
-    printf(", \"iter_avg_us\": %.3f, \"iter_median_us\": %.3f", loop.mean, loop.median);
+    printf(", \"iter_avg_us\": %.3f, \"iter_median_us\": %.3f, \"minflt\": %ld", loop.mean,
+           loop.median, most_faults);
     if (op2)
         printf(", \"mix\": \"%s\", \"mix_size\": %lld, \"mix_avg_us\": %.3f, "
                "\"mix_median_us\": %.3f",
@@ -307,7 +338,7 @@ static void usage(void)
         fprintf(stderr, "usage: ct_osu --op bcast|reduce|allreduce|scatter|gather|allgather|"
                         "alltoall|barrier --sizes B,B,... [--mix OP2] [--op ... --sizes ...] "
                         "[--iters K] [--warmup W] [--budget-ms MS] [--between pmpi|mpi] "
-                        "[--form blocking|nonblocking|persistent]\n");
+                        "[--form blocking|nonblocking|persistent] [--heap primed|as-is]\n");
 }
 
 int main(int argc, char **argv)
@@ -349,6 +380,9 @@ int main(int argc, char **argv)
                    : !strcmp(v, "persistent") ? PERSISTENT
                                               : BLOCKING;
             bad = form == BLOCKING && strcmp(v, "blocking");
+        } else if (!bad && !strcmp(k, "--heap")) {
+            heap_as_is = !strcmp(v, "as-is");
+            bad = !heap_as_is && strcmp(v, "primed");
         } else {
             bad = 1;
         }
@@ -370,6 +404,11 @@ int main(int argc, char **argv)
     }
     if (warmup < 0)
         warmup = iters / 10 + 2;
+    if (!heap_as_is) {
+        /* volatile: a malloc whose block is only freed may be removed by the compiler */
+        void *volatile prime = malloc(HEAP_PRIME);
+        free(prime);
+    }
     long long most = 8;
     for (int g = 0; g < ngroups; g++)
         for (int s = 0; s < groups[g].nsizes; s++) {
