@@ -66,11 +66,12 @@
 #include "select/select.h"
 #include "select/table.h"
 
-/* dropin.h: every operation and call form asks the select layer (src/select). */
+/* dropin.h: every operation and call form asks the select layer (src/select). The callers
+ * sent inter-communicators to the library already. */
 int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form, int size,
                      long long bytes, ct_options *opts, ct_choice *choice, int *err)
 {
-    (void)v; /* the callers sent inter-communicators to the library already */
+    (void)v;
     ct_select_query q = {c->coll, form, c->comm, size, c->op, bytes,
                          ct_call_same_size_v(c->coll), 0};
     if (form != CT_FORM_BLOCKING) {
