@@ -288,7 +288,9 @@ def dropin_entry(row: Row, form: str) -> list[str]:
     disp = row.dispatch[form]
     # nothing of colltune's can see the call (ct_dropin_settle): the library at once
     pmpi = f"PMPI_I{row.lower}" if nb else f"PMPI_{row.name}"
-    body = [f"    if (ct_dropin_pass[{row.coll}]) {{", f"        ct_dropin_passed({row.coll});"]
+    # the byte read once: the test and the count (ct_dropin_passed) use the same load
+    body = [f"    unsigned char pass = ct_dropin_pass[{row.coll}];", "    if (pass) {",
+            f"        ct_dropin_passed({row.coll}, pass);"]
     body += wrap(f"return {pmpi}(", names(row, ["MPI_Request *request"] if nb else []), ");", 8)
     body += ["    }"]
     body += ct_call_init(row, "request" if nb else "NULL") + vargs_init(row)

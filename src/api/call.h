@@ -55,6 +55,10 @@ int ct_call_run(const ct_call *c, const ct_options *opts, int native_on_reject,
  * of the data-movement operations; 0 for the barrier), for the tuning table and
  * the log; -1 when the arguments make no sense. */
 long long ct_call_bytes(const ct_call *c);
+/* The same where the caller knows its rank in c->comm (ct_call_comm_shape; 0 for
+ * MPI_COMM_NULL), which gather's and scatter's depend on: the drop-in asks the shape
+ * once per call and hands it here. */
+long long ct_call_bytes_at(const ct_call *c, int rank);
 
 /* The communicator's size, rank and whether it is an inter-communicator: from colltune's
  * state of it when it has one (a repeated call asks MPI nothing), else from MPI. */

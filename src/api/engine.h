@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "../coll/registry.h"
+#include "../monitor/monitor.h"
 #include "../sched/exec.h"
 #include "call.h"
 #include "colltune.h"
@@ -157,27 +158,37 @@ CT_ENGINE_HIDDEN extern int ct_state_keyval;
  * handle MPI gives again to a new communicator must not find the old one's state. */
 CT_ENGINE_HIDDEN extern atomic_uint ct_state_generation;
 
+/* The state ct_comm_state_find found last on this thread. One per thread for the whole
+ * library, defined in state.c: a static inside the inline function below was a copy per
+ * file that calls it, each missing where another had just looked. Initial-exec TLS
+ * (CT_TLS_FAST, monitor.h), as the monitor's flag: a repeated call reads it two or three
+ * times, and the general model paid a __tls_get_addr call each (libcolltune is loaded at
+ * start-up, by the drop-in's LD_PRELOAD or the program's link; dlopen'd, its few bytes of
+ * TLS fit glibc's static reserve). */
+typedef struct ct_state_cache {
+    MPI_Comm comm;
+    unsigned generation; /* 0: nothing remembered (the generations start at 1) */
+    comm_state *st;
+} ct_state_cache;
+CT_ENGINE_HIDDEN extern _Thread_local ct_state_cache ct_state_last CT_TLS_FAST;
+
 /* colltune's state of comm if it has one (no collective set-up, unlike
  * ct_comm_state_get). The last one found, per thread, is remembered: the attribute
  * lookup was a tenth of a repeated call's instructions (docs/BENCHMARKS.md section 39). */
 static inline comm_state *ct_comm_state_find(MPI_Comm comm)
 {
-    static _Thread_local struct {
-        MPI_Comm comm;
-        unsigned generation; /* 0: nothing remembered (the generations start at 1) */
-        comm_state *st;
-    } last;
+    ct_state_cache *last = &ct_state_last;
     unsigned generation = atomic_load_explicit(&ct_state_generation, memory_order_acquire);
-    if (last.generation == generation && last.comm == comm)
-        return last.st;
+    if (last->generation == generation && last->comm == comm)
+        return last->st;
     int flag = 0;
     comm_state *st = NULL;
     if (comm == MPI_COMM_NULL || ct_state_keyval == MPI_KEYVAL_INVALID ||
         PMPI_Comm_get_attr(comm, ct_state_keyval, &st, &flag) != MPI_SUCCESS || !flag)
         return NULL;
-    last.comm = comm;
-    last.generation = generation;
-    last.st = st;
+    last->comm = comm;
+    last->generation = generation;
+    last->st = st;
     return st;
 }
 

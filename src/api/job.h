@@ -39,7 +39,8 @@ typedef struct ct_job {
     const ct_registry_entry *key_alg;
     ct_params key_params;
     /* The v-variants' and reduce_scatter's per-rank counts and displacements in the
-     * schedule's elements (ct_params.counts ...): 4 * N entries. */
+     * schedule's elements (ct_params.counts ...): 4 * N entries (vcounts_len: bytes,
+     * ct_grow). */
     size_t *vcounts;
     size_t vcounts_len;
     /* What preparing copied out of the program's buffers (a packed input, the

@@ -15,8 +15,7 @@
 
 /* ---- The common path ---------------------------------------------------- */
 
-/* Bytes per rank the call moves (the block of the data-movement operations),
- * for the tuning table and the log; -1 when the arguments make no sense. */
+/* call.h */
 void ct_call_comm_shape(MPI_Comm comm, int *size, int *rank, int *inter)
 {
     comm_state *st = ct_comm_state_find(comm);
@@ -34,15 +33,23 @@ void ct_call_comm_shape(MPI_Comm comm, int *size, int *rank, int *inter)
     PMPI_Comm_test_inter(comm, inter);
 }
 
+/* call.h */
 long long ct_call_bytes(const ct_call *c)
 {
-    int rank = 0, tsize = 0;
-    if (c->coll == CT_BARRIER)
-        return 0;
+    int rank = 0;
     if ((c->coll == CT_GATHER || c->coll == CT_SCATTER) && c->comm != MPI_COMM_NULL) {
         int size, inter;
         ct_call_comm_shape(c->comm, &size, &rank, &inter);
     }
+    return ct_call_bytes_at(c, rank);
+}
+
+/* call.h */
+long long ct_call_bytes_at(const ct_call *c, int rank)
+{
+    int tsize = 0;
+    if (c->coll == CT_BARRIER)
+        return 0;
     int use_send = (c->coll == CT_GATHER && rank != c->root) ||
                    (c->coll == CT_SCATTER && rank == c->root && c->recvbuf == MPI_IN_PLACE);
     MPI_Datatype t = use_send ? c->sendtype : c->recvtype;

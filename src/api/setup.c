@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "../sched/grow.h"
 
 void ct_job_free(ct_job *job)
 {
@@ -37,18 +38,6 @@ int ct_type_dense(MPI_Datatype t, int *dense_out)
         (rc = PMPI_Type_size(t, &size)) != MPI_SUCCESS)
         return rc;
     *dense_out = tlb == 0 && lb == 0 && textent == extent && extent == (MPI_Aint)size;
-    return MPI_SUCCESS;
-}
-
-static int grow_buf(void **buf, size_t *len, size_t need)
-{
-    if (need <= *len)
-        return MPI_SUCCESS;
-    void *n = realloc(*buf, need);
-    if (!n)
-        return MPI_ERR_NO_MEM;
-    *buf = n;
-    *len = need;
     return MPI_SUCCESS;
 }
 
@@ -102,7 +91,7 @@ static int src_view(ct_job *st, const void *buf, long long count, MPI_Datatype t
         *view = (void *)buf; /* read only: schedules never write SRC */
         return MPI_SUCCESS;
     }
-    if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, bytes)) != MPI_SUCCESS)
+    if ((rc = ct_grow(&st->pack_src, &st->pack_src_len, bytes)) != MPI_SUCCESS)
         return rc;
     *view = st->pack_src;
     return job_pack(st, buf, count, t, st->pack_src, bytes);
@@ -121,7 +110,7 @@ static int dst_view(ct_job *st, void *buf, MPI_Datatype t, size_t bytes, void **
         *view = buf;
         return MPI_SUCCESS;
     }
-    if ((rc = grow_buf(&st->pack_dst, &st->pack_dst_len, bytes)) != MPI_SUCCESS)
+    if ((rc = ct_grow(&st->pack_dst, &st->pack_dst_len, bytes)) != MPI_SUCCESS)
         return rc;
     *view = st->pack_dst;
     return MPI_SUCCESS;
@@ -294,7 +283,7 @@ int ct_setup_movement(const ct_call *c, comm_state *cs, ct_job *st, ct_params *p
         p->in_place = 0;
         if (c->sendbuf == MPI_IN_PLACE) {
             /* The input is overwritten as results arrive: work from a copy. */
-            if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, all)) != MPI_SUCCESS ||
+            if ((rc = ct_grow(&st->pack_src, &st->pack_src_len, all)) != MPI_SUCCESS ||
                 (rc = job_pack(st, c->recvbuf, (long long)c->recvcount * n, c->recvtype,
                                st->pack_src, all)) != MPI_SUCCESS)
                 return rc;
@@ -323,15 +312,10 @@ int ct_setup_movement(const ct_call *c, comm_state *cs, ct_job *st, ct_params *p
 /* The job's per-rank arrays: 4 * n entries (counts, displs, rcounts, rdispls). */
 int ct_grow_vcounts(ct_job *st, int n)
 {
-    size_t need = 4 * (size_t)n;
-    if (need <= st->vcounts_len)
-        return MPI_SUCCESS;
-    size_t *m = realloc(st->vcounts, need * sizeof *m);
-    if (!m)
-        return MPI_ERR_NO_MEM;
+    void *m = st->vcounts; /* ct_grow may not write st->vcounts (a size_t *) as a void * */
+    int rc = ct_grow(&m, &st->vcounts_len, 4 * (size_t)n * sizeof *st->vcounts);
     st->vcounts = m;
-    st->vcounts_len = need;
-    return MPI_SUCCESS;
+    return rc;
 }
 
 /* Where a buffer of blocks starts and how many elements it spans: from the lowest
@@ -477,7 +461,7 @@ int ct_setup_movement_v(const ct_call *c, const ct_vargs *v, comm_state *cs, ct_
         if (c->sendbuf == MPI_IN_PLACE) {
             /* The input is the receive side, overwritten as results arrive: a copy. */
             memcpy(cnt, rcnt, 2 * (size_t)n * sizeof *cnt);
-            if ((rc = grow_buf(&st->pack_src, &st->pack_src_len, out_bytes ? out_bytes : 1)) !=
+            if ((rc = ct_grow(&st->pack_src, &st->pack_src_len, out_bytes ? out_bytes : 1)) !=
                     MPI_SUCCESS ||
                 (out_bytes && (rc = job_pack(st, out_to, out_count, c->recvtype, st->pack_src,
                                              out_bytes)) != MPI_SUCCESS))

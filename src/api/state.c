@@ -20,6 +20,7 @@
 
 int ct_state_keyval = MPI_KEYVAL_INVALID;
 atomic_uint ct_state_generation = 1;
+_Thread_local ct_state_cache ct_state_last CT_TLS_FAST; /* engine.h: ct_comm_state_find */
 static pthread_mutex_t keyval_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- Every live segment, freed before MPI finalizes -------------------------------

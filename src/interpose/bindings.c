@@ -20,8 +20,9 @@
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_BCAST]) {
-        ct_dropin_passed(CT_BCAST);
+    unsigned char pass = ct_dropin_pass[CT_BCAST];
+    if (pass) {
+        ct_dropin_passed(CT_BCAST, pass);
         return PMPI_Bcast(buf, count, datatype, root, comm);
     }
     ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm,
@@ -32,8 +33,9 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm co
 int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                int root, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_REDUCE]) {
-        ct_dropin_passed(CT_REDUCE);
+    unsigned char pass = ct_dropin_pass[CT_REDUCE];
+    if (pass) {
+        ct_dropin_passed(CT_REDUCE, pass);
         return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     }
     ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm,
@@ -44,8 +46,9 @@ int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                   MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_ALLREDUCE]) {
-        ct_dropin_passed(CT_ALLREDUCE);
+    unsigned char pass = ct_dropin_pass[CT_ALLREDUCE];
+    if (pass) {
+        ct_dropin_passed(CT_ALLREDUCE, pass);
         return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     }
     ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
@@ -56,8 +59,9 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype da
 int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_SCATTER]) {
-        ct_dropin_passed(CT_SCATTER);
+    unsigned char pass = ct_dropin_pass[CT_SCATTER];
+    if (pass) {
+        ct_dropin_passed(CT_SCATTER, pass);
         return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
     ct_call c = {CT_SCATTER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
@@ -68,8 +72,9 @@ int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_GATHER]) {
-        ct_dropin_passed(CT_GATHER);
+    unsigned char pass = ct_dropin_pass[CT_GATHER];
+    if (pass) {
+        ct_dropin_passed(CT_GATHER, pass);
         return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     }
     ct_call c = {CT_GATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, MPI_OP_NULL,
@@ -80,8 +85,9 @@ int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *
 int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_ALLGATHER]) {
-        ct_dropin_passed(CT_ALLGATHER);
+    unsigned char pass = ct_dropin_pass[CT_ALLGATHER];
+    if (pass) {
+        ct_dropin_passed(CT_ALLGATHER, pass);
         return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
     ct_call c = {CT_ALLGATHER, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
@@ -92,8 +98,9 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_ALLTOALL]) {
-        ct_dropin_passed(CT_ALLTOALL);
+    unsigned char pass = ct_dropin_pass[CT_ALLTOALL];
+    if (pass) {
+        ct_dropin_passed(CT_ALLTOALL, pass);
         return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     }
     ct_call c = {CT_ALLTOALL, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
@@ -103,8 +110,9 @@ int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 
 int MPI_Barrier(MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_BARRIER]) {
-        ct_dropin_passed(CT_BARRIER);
+    unsigned char pass = ct_dropin_pass[CT_BARRIER];
+    if (pass) {
+        ct_dropin_passed(CT_BARRIER, pass);
         return PMPI_Barrier(comm);
     }
     ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, 0,
@@ -115,8 +123,9 @@ int MPI_Barrier(MPI_Comm comm)
 int MPI_Allgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_ALLGATHERV]) {
-        ct_dropin_passed(CT_ALLGATHERV);
+    unsigned char pass = ct_dropin_pass[CT_ALLGATHERV];
+    if (pass) {
+        ct_dropin_passed(CT_ALLGATHERV, pass);
         return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                                comm);
     }
@@ -130,8 +139,9 @@ int MPI_Alltoallv(const void *sendbuf, const int sendcounts[], const int sdispls
                   MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
                   MPI_Datatype recvtype, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_ALLTOALLV]) {
-        ct_dropin_passed(CT_ALLTOALLV);
+    unsigned char pass = ct_dropin_pass[CT_ALLTOALLV];
+    if (pass) {
+        ct_dropin_passed(CT_ALLTOALLV, pass);
         return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                               recvtype, comm);
     }
@@ -145,8 +155,9 @@ int MPI_Gatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                 MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_GATHERV]) {
-        ct_dropin_passed(CT_GATHERV);
+    unsigned char pass = ct_dropin_pass[CT_GATHERV];
+    if (pass) {
+        ct_dropin_passed(CT_GATHERV, pass);
         return PMPI_Gatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                             root, comm);
     }
@@ -160,8 +171,9 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
                  MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                  int root, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_SCATTERV]) {
-        ct_dropin_passed(CT_SCATTERV);
+    unsigned char pass = ct_dropin_pass[CT_SCATTERV];
+    if (pass) {
+        ct_dropin_passed(CT_SCATTERV, pass);
         return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                              root, comm);
     }
@@ -174,8 +186,9 @@ int MPI_Scatterv(const void *sendbuf, const int sendcounts[], const int displs[]
 int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                              MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_REDUCE_SCATTER_BLOCK]) {
-        ct_dropin_passed(CT_REDUCE_SCATTER_BLOCK);
+    unsigned char pass = ct_dropin_pass[CT_REDUCE_SCATTER_BLOCK];
+    if (pass) {
+        ct_dropin_passed(CT_REDUCE_SCATTER_BLOCK, pass);
         return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
     }
     ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
@@ -186,8 +199,9 @@ int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_REDUCE_SCATTER]) {
-        ct_dropin_passed(CT_REDUCE_SCATTER);
+    unsigned char pass = ct_dropin_pass[CT_REDUCE_SCATTER];
+    if (pass) {
+        ct_dropin_passed(CT_REDUCE_SCATTER, pass);
         return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     }
     ct_call c = {CT_REDUCE_SCATTER, sendbuf, 0, datatype, recvbuf, 0, datatype, op, 0, comm, NULL};
@@ -198,8 +212,9 @@ int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[
 int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
              MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_SCAN]) {
-        ct_dropin_passed(CT_SCAN);
+    unsigned char pass = ct_dropin_pass[CT_SCAN];
+    if (pass) {
+        ct_dropin_passed(CT_SCAN, pass);
         return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm);
     }
     ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, NULL};
@@ -209,8 +224,9 @@ int MPI_Scan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatyp
 int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                MPI_Comm comm)
 {
-    if (ct_dropin_pass[CT_EXSCAN]) {
-        ct_dropin_passed(CT_EXSCAN);
+    unsigned char pass = ct_dropin_pass[CT_EXSCAN];
+    if (pass) {
+        ct_dropin_passed(CT_EXSCAN, pass);
         return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm);
     }
     ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, NULL};
@@ -222,8 +238,9 @@ int MPI_Exscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datat
 int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
                MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_BCAST]) {
-        ct_dropin_passed(CT_BCAST);
+    unsigned char pass = ct_dropin_pass[CT_BCAST];
+    if (pass) {
+        ct_dropin_passed(CT_BCAST, pass);
         return PMPI_Ibcast(buf, count, datatype, root, comm, request);
     }
     ct_call c = {CT_BCAST, NULL, count, datatype, buf, count, datatype, MPI_OP_NULL, root, comm,
@@ -234,8 +251,9 @@ int MPI_Ibcast(void *buf, int count, MPI_Datatype datatype, int root, MPI_Comm c
 int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_REDUCE]) {
-        ct_dropin_passed(CT_REDUCE);
+    unsigned char pass = ct_dropin_pass[CT_REDUCE];
+    if (pass) {
+        ct_dropin_passed(CT_REDUCE, pass);
         return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     }
     ct_call c = {CT_REDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, root, comm,
@@ -246,8 +264,9 @@ int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype data
 int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                    MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_ALLREDUCE]) {
-        ct_dropin_passed(CT_ALLREDUCE);
+    unsigned char pass = ct_dropin_pass[CT_ALLREDUCE];
+    if (pass) {
+        ct_dropin_passed(CT_ALLREDUCE, pass);
         return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     ct_call c = {CT_ALLREDUCE, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,
@@ -259,8 +278,9 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm,
                  MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_SCATTER]) {
-        ct_dropin_passed(CT_SCATTER);
+    unsigned char pass = ct_dropin_pass[CT_SCATTER];
+    if (pass) {
+        ct_dropin_passed(CT_SCATTER, pass);
         return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
                              request);
     }
@@ -272,8 +292,9 @@ int MPI_Iscatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
 int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_GATHER]) {
-        ct_dropin_passed(CT_GATHER);
+    unsigned char pass = ct_dropin_pass[CT_GATHER];
+    if (pass) {
+        ct_dropin_passed(CT_GATHER, pass);
         return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
                             request);
     }
@@ -285,8 +306,9 @@ int MPI_Igather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void 
 int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_ALLGATHER]) {
-        ct_dropin_passed(CT_ALLGATHER);
+    unsigned char pass = ct_dropin_pass[CT_ALLGATHER];
+    if (pass) {
+        ct_dropin_passed(CT_ALLGATHER, pass);
         return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                                request);
     }
@@ -298,8 +320,9 @@ int MPI_Iallgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, vo
 int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_ALLTOALL]) {
-        ct_dropin_passed(CT_ALLTOALL);
+    unsigned char pass = ct_dropin_pass[CT_ALLTOALL];
+    if (pass) {
+        ct_dropin_passed(CT_ALLTOALL, pass);
         return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
                               request);
     }
@@ -310,8 +333,9 @@ int MPI_Ialltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, voi
 
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_BARRIER]) {
-        ct_dropin_passed(CT_BARRIER);
+    unsigned char pass = ct_dropin_pass[CT_BARRIER];
+    if (pass) {
+        ct_dropin_passed(CT_BARRIER, pass);
         return PMPI_Ibarrier(comm, request);
     }
     ct_call c = {CT_BARRIER, NULL, 0, MPI_DATATYPE_NULL, NULL, 0, MPI_DATATYPE_NULL, MPI_OP_NULL, 0,
@@ -323,8 +347,9 @@ int MPI_Iallgatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, v
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                     MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_ALLGATHERV]) {
-        ct_dropin_passed(CT_ALLGATHERV);
+    unsigned char pass = ct_dropin_pass[CT_ALLGATHERV];
+    if (pass) {
+        ct_dropin_passed(CT_ALLGATHERV, pass);
         return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                                 comm, request);
     }
@@ -338,8 +363,9 @@ int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[], const int sdispl
                    MPI_Datatype sendtype, void *recvbuf, const int recvcounts[],
                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_ALLTOALLV]) {
-        ct_dropin_passed(CT_ALLTOALLV);
+    unsigned char pass = ct_dropin_pass[CT_ALLTOALLV];
+    if (pass) {
+        ct_dropin_passed(CT_ALLTOALLV, pass);
         return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                                recvtype, comm, request);
     }
@@ -353,8 +379,9 @@ int MPI_Igatherv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                  MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_GATHERV]) {
-        ct_dropin_passed(CT_GATHERV);
+    unsigned char pass = ct_dropin_pass[CT_GATHERV];
+    if (pass) {
+        ct_dropin_passed(CT_GATHERV, pass);
         return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                              root, comm, request);
     }
@@ -368,8 +395,9 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[
                   MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype,
                   int root, MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_SCATTERV]) {
-        ct_dropin_passed(CT_SCATTERV);
+    unsigned char pass = ct_dropin_pass[CT_SCATTERV];
+    if (pass) {
+        ct_dropin_passed(CT_SCATTERV, pass);
         return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype,
                               root, comm, request);
     }
@@ -382,8 +410,9 @@ int MPI_Iscatterv(const void *sendbuf, const int sendcounts[], const int displs[
 int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
                               MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_REDUCE_SCATTER_BLOCK]) {
-        ct_dropin_passed(CT_REDUCE_SCATTER_BLOCK);
+    unsigned char pass = ct_dropin_pass[CT_REDUCE_SCATTER_BLOCK];
+    if (pass) {
+        ct_dropin_passed(CT_REDUCE_SCATTER_BLOCK, pass);
         return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     }
     ct_call c = {CT_REDUCE_SCATTER_BLOCK, sendbuf, recvcount, datatype, recvbuf, recvcount,
@@ -394,8 +423,9 @@ int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf, int recvcount,
 int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts[],
                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_REDUCE_SCATTER]) {
-        ct_dropin_passed(CT_REDUCE_SCATTER);
+    unsigned char pass = ct_dropin_pass[CT_REDUCE_SCATTER];
+    if (pass) {
+        ct_dropin_passed(CT_REDUCE_SCATTER, pass);
         return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     }
     ct_call c = {CT_REDUCE_SCATTER, sendbuf, 0, datatype, recvbuf, 0, datatype, op, 0, comm,
@@ -407,8 +437,9 @@ int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf, const int recvcounts
 int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
               MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_SCAN]) {
-        ct_dropin_passed(CT_SCAN);
+    unsigned char pass = ct_dropin_pass[CT_SCAN];
+    if (pass) {
+        ct_dropin_passed(CT_SCAN, pass);
         return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     ct_call c = {CT_SCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm, request};
@@ -418,8 +449,9 @@ int MPI_Iscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype dataty
 int MPI_Iexscan(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
                 MPI_Comm comm, MPI_Request *request)
 {
-    if (ct_dropin_pass[CT_EXSCAN]) {
-        ct_dropin_passed(CT_EXSCAN);
+    unsigned char pass = ct_dropin_pass[CT_EXSCAN];
+    if (pass) {
+        ct_dropin_passed(CT_EXSCAN, pass);
         return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
     }
     ct_call c = {CT_EXSCAN, sendbuf, count, datatype, recvbuf, count, datatype, op, 0, comm,

@@ -15,14 +15,16 @@
 
 #define CT_DROPIN_HIDDEN __attribute__((visibility("hidden")))
 
-/* Fills opts for c (bytes: ct_call_bytes_v) with the select layer's choice
- * (src/select/select.h: forced > table > native) for the call's form, and *choice with
- * it (the algorithm's registry entry, or why native); 0 to run colltune, 1 for the
- * library. A bad environment (an unknown forced algorithm, a bad segment size) sets
- * *err, which the call must return: the same message for every form of the operation. */
+/* Fills opts for c (size: its communicator's ranks, from the ct_call_comm_shape the
+ * caller asked already for the inter-communicator test; bytes: ct_call_bytes_v) with the
+ * select layer's choice (src/select/select.h: forced > table > native) for the call's
+ * form, and *choice with it (the algorithm's registry entry, or why native); 0 to run
+ * colltune, 1 for the library. A bad environment (an unknown forced algorithm, a bad
+ * segment size) sets *err, which the call must return: the same message for every form
+ * of the operation. */
 CT_DROPIN_HIDDEN int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form,
-                                      long long bytes, ct_options *opts, ct_choice *choice,
-                                      int *err);
+                                      int size, long long bytes, ct_options *opts,
+                                      ct_choice *choice, int *err);
 
 /* A call's outcome, counted once for the finalize summary (src/select/summary.c):
  * served by the algorithm that ran (ran, with opts' segment size), or native, why:
@@ -43,10 +45,10 @@ CT_DROPIN_HIDDEN ct_native_why ct_dropin_outcome(ct_coll coll, int native,
 CT_DROPIN_HIDDEN extern unsigned char ct_dropin_pass[CT_NCOLL];
 CT_DROPIN_HIDDEN void ct_dropin_settle(void);
 
-/* An entry point's call of coll goes to the library at once: the summary's count. */
-static inline void ct_dropin_passed(ct_coll coll)
+/* An entry point's call of coll goes to the library at once: the summary's count. pass:
+ * ct_dropin_pass[coll] as the entry point read it for its test (nonzero), read once. */
+static inline void ct_dropin_passed(ct_coll coll, unsigned char pass)
 {
-    unsigned char pass = ct_dropin_pass[coll];
     if (pass > 1)
         ct_select_count_native(coll, (ct_native_why)(pass - 2));
 }

@@ -66,13 +66,12 @@
 #include "select/select.h"
 #include "select/table.h"
 
-/* dropin.h: every operation and call form asks the select layer (src/select). */
-int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form, long long bytes,
-                     ct_options *opts, ct_choice *choice, int *err)
+/* dropin.h: every operation and call form asks the select layer (src/select). The callers
+ * sent inter-communicators to the library already. */
+int ct_dropin_choose(const ct_call *c, const ct_vargs *v, ct_form form, int size,
+                     long long bytes, ct_options *opts, ct_choice *choice, int *err)
 {
     (void)v;
-    int size, rank, inter; /* the callers sent inter-communicators to the library already */
-    ct_call_comm_shape(c->comm, &size, &rank, &inter);
     ct_select_query q = {c->coll, form, c->comm, size, c->op, bytes,
                          ct_call_same_size_v(c->coll), 0};
     if (form != CT_FORM_BLOCKING) {
@@ -119,13 +118,6 @@ static void log_call(ct_coll coll, MPI_Comm comm, long long bytes, const char *r
     }
 }
 
-static int is_inter(MPI_Comm comm)
-{
-    int size, rank, inter;
-    ct_call_comm_shape(comm, &size, &rank, &inter);
-    return inter;
-}
-
 /* Whether nothing of colltune's can serve coll: no algorithm forced, no table, and
  * neither the monitor nor the debug log wants the call seen. Such a call goes to the
  * library at once: a program that preloads the drop-in and keeps native pays no lookup
@@ -157,11 +149,14 @@ int ct_dropin_intercept(const ct_call *c)
     }
     ct_options o;
     ct_choice choice = {.why = CT_WHY_INTER};
-    int err = MPI_SUCCESS;
-    long long bytes = ct_call_bytes(c);
-    int native = is_inter(c->comm) ||
+    int err = MPI_SUCCESS, size, rank, inter;
+    /* The communicator's shape, once: the inter test, the bytes (gather's and scatter's
+     * depend on the rank) and the choice (the size) all read it. */
+    ct_call_comm_shape(c->comm, &size, &rank, &inter);
+    long long bytes = ct_call_bytes_at(c, rank);
+    int native = inter ||
                  ct_dropin_choose(c, NULL, c->request ? CT_FORM_NONBLOCKING : CT_FORM_BLOCKING,
-                                  bytes, &o, &choice, &err);
+                                  size, bytes, &o, &choice, &err);
     if (err != MPI_SUCCESS)
         return err;
     const char *ran = "native";

@@ -182,16 +182,16 @@ int ct_dropin_plan(const ct_call *c, const ct_vargs *v, int *native)
 {
     ct_options o;
     ct_choice choice;
-    int err = MPI_SUCCESS, inter = 0, go = -1;
+    int err = MPI_SUCCESS, size, rank, inter, go = -1;
     long long bytes = ct_call_bytes_v(c, v);
     *native = 0;
-    if (c->comm != MPI_COMM_NULL && PMPI_Comm_test_inter(c->comm, &inter) == MPI_SUCCESS &&
-        inter) {
+    ct_call_comm_shape(c->comm, &size, &rank, &inter); /* once: the inter test and the choice */
+    if (inter) {
         *native = 1;
         plan_why = CT_WHY_INTER;
         return MPI_SUCCESS;
     }
-    if (ct_dropin_choose(c, v, CT_FORM_PERSISTENT, bytes, &o, &choice, &err)) {
+    if (ct_dropin_choose(c, v, CT_FORM_PERSISTENT, size, bytes, &o, &choice, &err)) {
         *native = err == MPI_SUCCESS;
         plan_why = choice.why;
         return err;

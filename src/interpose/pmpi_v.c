@@ -81,12 +81,12 @@ int ct_dropin_intercept_v(const ct_call *c, const ct_vargs *v)
 {
     ct_options o;
     ct_choice choice = {.why = CT_WHY_INTER};
-    int err = MPI_SUCCESS, inter = 0;
+    int err = MPI_SUCCESS, size, rank, inter;
     long long bytes = ct_call_bytes_v(c, v);
-    int native = (c->comm != MPI_COMM_NULL &&
-                  PMPI_Comm_test_inter(c->comm, &inter) == MPI_SUCCESS && inter) ||
+    ct_call_comm_shape(c->comm, &size, &rank, &inter); /* once: the inter test and the choice */
+    int native = inter ||
                  ct_dropin_choose(c, v, c->request ? CT_FORM_NONBLOCKING : CT_FORM_BLOCKING,
-                                  bytes, &o, &choice, &err);
+                                  size, bytes, &o, &choice, &err);
     if (err != MPI_SUCCESS)
         return err;
     const char *ran = "native";

@@ -1,6 +1,7 @@
 #include "exec.h"
 
 #include "cma.h"
+#include "grow.h"
 #include "monitor/monitor.h"
 
 #include <limits.h>
@@ -47,15 +48,9 @@ static int local_copy(const ct_exec_ctx *c, const void *from, void *to, size_t c
     /* Derived types with holes: pack then unpack, so the holes of the
      * destination are left untouched as MPI requires. */
     int bytes, pos = 0, rc;
-    if ((rc = MPI_Pack_size((int)count, c->datatype, MPI_COMM_SELF, &bytes)) != MPI_SUCCESS)
+    if ((rc = MPI_Pack_size((int)count, c->datatype, MPI_COMM_SELF, &bytes)) != MPI_SUCCESS ||
+        (rc = ct_grow(scratch, scratch_len, (size_t)bytes)) != MPI_SUCCESS)
         return rc;
-    if ((size_t)bytes > *scratch_len) {
-        void *n = realloc(*scratch, (size_t)bytes);
-        if (!n)
-            return MPI_ERR_NO_MEM;
-        *scratch = n;
-        *scratch_len = (size_t)bytes;
-    }
     if ((rc = MPI_Pack(from, (int)count, c->datatype, *scratch, bytes, &pos, MPI_COMM_SELF)) !=
         MPI_SUCCESS)
         return rc;
@@ -94,15 +89,11 @@ int ct_exec_begin(ct_exec_run *x, const ct_sched *s, const ct_exec_ctx *c, ct_wo
         offs[b] = total;
         total += (bytes + 63) & ~(size_t)63;
     }
-    if (total > w->slab_len) {
-        char *slab = realloc(w->slab, total);
-        if (!slab)
-            return MPI_ERR_NO_MEM;
-        w->slab = slab;
-        w->slab_len = total;
-    }
+    int rc = ct_grow(&w->slab, &w->slab_len, total);
+    if (rc != MPI_SUCCESS)
+        return rc;
     for (int b = CT_BUF_TMP0; b < s->nbufs; b++)
-        x->bases[b] = w->slab + offs[b] - c->true_lb;
+        x->bases[b] = (char *)w->slab + offs[b] - c->true_lb;
     size_t nshm = s->buf_count[CT_BUF_SHM];
     if (nshm) {
         size_t bytes = (size_t)((MPI_Aint)(nshm - 1) * c->extent + c->true_extent);
@@ -118,14 +109,14 @@ int ct_exec_begin(ct_exec_run *x, const ct_sched *s, const ct_exec_ctx *c, ct_wo
     for (int r = 0; r < s->nrounds; r++)
         if (ct_sched_round_len(s, r) > maxlen)
             maxlen = ct_sched_round_len(s, r);
-    if (maxlen > w->nreqs) {
-        MPI_Request *reqs = realloc(w->reqs, sizeof(MPI_Request) * (size_t)maxlen);
-        if (!reqs)
-            return MPI_ERR_NO_MEM;
-        w->reqs = reqs;
-        w->nreqs = maxlen;
-    }
-    return MPI_SUCCESS;
+    return ct_grow(&w->reqs, &w->reqs_len, sizeof(MPI_Request) * (size_t)maxlen);
+}
+
+/* The round's next request. Read from the workspace here, where a message is posted:
+ * most rounds of the shared-memory schedules post none. */
+static inline MPI_Request *next_req(ct_exec_run *x)
+{
+    return (MPI_Request *)x->w->reqs + x->nreq++;
 }
 
 static int post_round(ct_exec_run *x)
@@ -138,10 +129,10 @@ static int post_round(ct_exec_run *x)
         const ct_op *o = &s->ops[i];
         if (o->kind == CT_OP_SEND)
             rc = MPI_Isend(region(x->bases, c, &o->a), (int)o->a.count, c->datatype, o->peer,
-                           c->tag, c->comm, &x->w->reqs[x->nreq++]);
+                           c->tag, c->comm, next_req(x));
         else if (o->kind == CT_OP_RECV)
             rc = MPI_Irecv(region(x->bases, c, &o->a), (int)o->a.count, c->datatype, o->peer,
-                           c->tag, c->comm, &x->w->reqs[x->nreq++]);
+                           c->tag, c->comm, next_req(x));
     }
     return rc;
 }
@@ -204,14 +195,9 @@ static int pull(const ct_exec_run *x, const ct_op *o)
     /* A type with holes: the span comes over whole (holes included) into the workspace,
      * then only the elements' data go into the destination, whose holes MPI leaves alone. */
     ct_workspace *w = x->w;
-    if (bytes > w->pulled_len) {
-        void *n = realloc(w->pulled, bytes);
-        if (!n)
-            return MPI_ERR_NO_MEM;
-        w->pulled = n;
-        w->pulled_len = bytes;
-    }
-    int rc = ct_cma_read(pid, from, w->pulled, bytes);
+    int rc = ct_grow(&w->pulled, &w->pulled_len, bytes);
+    if (rc == MPI_SUCCESS)
+        rc = ct_cma_read(pid, from, w->pulled, bytes);
     if (rc != MPI_SUCCESS)
         return rc;
     return local_copy(c, (char *)w->pulled - c->true_lb, to, o->a.count, &w->scratch,

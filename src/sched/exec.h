@@ -47,10 +47,11 @@ int ct_exec_describe_type(ct_exec_ctx *ctx, MPI_Datatype datatype);
  * pack buffer of non-contiguous copies), so a repeated collective allocates
  * nothing. Zero-initialise; release with ct_workspace_free. */
 typedef struct ct_workspace {
-    char *slab;
+    /* Each buffer with its size in bytes, grown by ct_grow (grow.h). */
+    void *slab;
     size_t slab_len;
-    MPI_Request *reqs;
-    int nreqs;
+    void *reqs;         /* MPI_Request[]: a void * that ct_grow may write as one */
+    size_t reqs_len;
     void *scratch;
     size_t scratch_len;
     /* A PULL of a type with holes lands here first, then is copied element by element
