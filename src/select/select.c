@@ -299,7 +299,9 @@ int ct_select(const ct_select_query *q, ct_choice *choice, int *err)
         choice->why = found == CT_TABLE_NATIVE ? CT_WHY_TABLE_NATIVE : CT_WHY_NO_ENTRY;
         return 1;
     }
-    const ct_algorithm_info *info = ct_algorithm_find(q->coll, t.algorithm);
+    /* The table resolved the name once (ct_algorithm_find scans the registry: 420
+     * instructions a call, docs/BENCHMARKS.md section 45). */
+    const ct_algorithm_info *info = t.info ? t.info : ct_algorithm_find(q->coll, t.algorithm);
     if (!info || (info->flags & CT_ALG_NATIVE)) {
         choice->why = CT_WHY_TABLE_NATIVE;
         return 1;

@@ -290,34 +290,80 @@ static void set_op_status(void)
     }
 }
 
-/* The last lookup of this thread: a program calls the same collective at the same
- * size in a loop, and the scan (two logarithms an entry, under the lock) cost
- * 0.5 us a call with a 47-entry table. */
+/* This thread's recent lookups, two per operation and form. A program calls the same
+ * collectives at the same sizes again and again, but alternating (bcast, barrier, bcast,
+ * ...): with one remembered lookup for all, every call of such a loop scanned the table
+ * again (two logarithms an entry, under the lock): 1,424 instructions a call with the
+ * 46-entry table of make run, half of what a call the table leaves native cost through the
+ * drop-in (docs/BENCHMARKS.md section 45). The memory is the thread's, on the heap (freed
+ * by the key's destructor when the thread ends): only a pointer is thread-local, because
+ * the library has initial-exec TLS (CT_TLS_FAST), so all of its TLS must fit the static TLS
+ * block when the Python CLI dlopens it, and 5 KB did not. */
+enum { CACHE_FORMS = FORM_PERSISTENT + 1, CACHE_WAYS = 2 };
 typedef struct cached_lookup {
-    int generation, coll, nonblocking, comm_size, thread_running, rc;
+    int valid; /* the table's generation + 1 when filled; 0 (zero-initialised): empty */
+    int comm_size, thread_running, rc;
     long long bytes;
     ct_table_choice choice;
 } cached_lookup;
-static _Thread_local cached_lookup last_lookup = {.generation = -1};
+typedef cached_lookup recent_lookups[CT_NCOLL][CACHE_FORMS][CACHE_WAYS];
+static _Thread_local recent_lookups *recent;
+static pthread_key_t recent_key;
+static pthread_once_t recent_once = PTHREAD_ONCE_INIT;
+static int recent_key_ok;
 
-static int cached(int coll, int nonblocking, int comm_size, long long bytes, int thread,
+static void make_recent_key(void)
+{
+    recent_key_ok = pthread_key_create(&recent_key, free) == 0;
+}
+
+/* This thread's lookups, made on first use; NULL without memory (then no caching). */
+static recent_lookups *my_recent(void)
+{
+    if (recent)
+        return recent;
+    pthread_once(&recent_once, make_recent_key);
+    if (!recent_key_ok)
+        return NULL;
+    recent_lookups *r = calloc(1, sizeof *r);
+    if (r && pthread_setspecific(recent_key, r) != 0) {
+        free(r);
+        r = NULL;
+    }
+    return recent = r;
+}
+
+/* The remembered answer's rc (*choice filled when 0), or 1 when nothing is remembered
+ * (no rc is 1: they are 0 and the negative CT_TABLE_*). */
+static int cached(int coll, int kind, int comm_size, long long bytes, int thread,
                   ct_table_choice *choice)
 {
-    const cached_lookup *c = &last_lookup;
-    if (c->generation != atomic_load(&generation) || c->coll != coll ||
-        c->nonblocking != nonblocking || c->comm_size != comm_size || c->bytes != bytes ||
-        c->thread_running != thread)
-        return 0;
-    if (c->rc == 0)
-        *choice = c->choice;
+    recent_lookups *r = my_recent();
+    if (!r || (unsigned)coll >= CT_NCOLL || (unsigned)kind >= CACHE_FORMS)
+        return 1;
+    int want = atomic_load(&generation) + 1;
+    const cached_lookup *w = (*r)[coll][kind];
+    for (int i = 0; i < CACHE_WAYS; i++)
+        if (w[i].valid == want && w[i].comm_size == comm_size && w[i].bytes == bytes &&
+            w[i].thread_running == thread) {
+            if (w[i].rc == 0)
+                *choice = w[i].choice;
+            return w[i].rc;
+        }
     return 1;
 }
 
-static int remember(int gen, int coll, int nonblocking, int comm_size, long long bytes,
-                    int thread, int rc, const ct_table_choice *choice)
+static int remember(int gen, int coll, int kind, int comm_size, long long bytes, int thread,
+                    int rc, const ct_table_choice *choice)
 {
-    last_lookup = (cached_lookup){gen, coll, nonblocking, comm_size, thread, rc, bytes,
-                                  rc == 0 ? *choice : (ct_table_choice){0}};
+    recent_lookups *r = my_recent();
+    if (!r || (unsigned)coll >= CT_NCOLL || (unsigned)kind >= CACHE_FORMS)
+        return rc;
+    cached_lookup *w = (*r)[coll][kind];
+    for (int i = CACHE_WAYS - 1; i > 0; i--) /* the newest first, the oldest dropped */
+        w[i] = w[i - 1];
+    w[0] = (cached_lookup){gen + 1, comm_size, thread, rc, bytes,
+                           rc == 0 ? *choice : (ct_table_choice){0}};
     return rc;
 }
 
@@ -710,6 +756,7 @@ static int answer(ct_coll coll, const choice *c, int progress_thread, ct_table_c
         return CT_TABLE_NATIVE;
     const ct_algorithm_info *info = ct_algorithm_find(coll, c->algorithm);
     out->algorithm = info->name; /* the registry's storage outlives any table */
+    out->info = info;
     out->segsize = c->segsize;
     out->split = c->split;
     out->progress_thread = progress_thread;
@@ -720,8 +767,9 @@ int ct_table_lookup(ct_coll coll, int comm_size, long long bytes, ct_table_choic
 {
     if (!atomic_load(&loaded))
         return CT_TABLE_NO_ENTRY;
-    if (cached(coll, 0, comm_size, bytes, 0, choice))
-        return last_lookup.rc;
+    int known = cached(coll, 0, comm_size, bytes, 0, choice);
+    if (known != 1)
+        return known;
     pthread_mutex_lock(&lock);
     int gen = atomic_load(&generation);
     const entry *pick = nearest(coll, 0, comm_size, bytes);
@@ -738,8 +786,9 @@ static int lookup_started(int kind, ct_coll coll, int comm_size, long long bytes
     if (!atomic_load(&loaded))
         return CT_TABLE_NO_ENTRY;
     thread_running = thread_running != 0;
-    if (cached(coll, kind, comm_size, bytes, thread_running, choice))
-        return last_lookup.rc;
+    int known = cached(coll, kind, comm_size, bytes, thread_running, choice);
+    if (known != 1)
+        return known;
     pthread_mutex_lock(&lock);
     int gen = atomic_load(&generation);
     const entry *pick = nearest(coll, kind, comm_size, bytes);

@@ -12,6 +12,7 @@
 
 typedef struct ct_table_choice {
     const char *algorithm; /* a registry name, valid as long as the table is loaded */
+    const ct_algorithm_info *info; /* its registry entry: no search of the registry a call */
     long long segsize;     /* bytes; 0 = the algorithm's default */
     int split;             /* non-blocking: the split tree's S, or CT_SPLIT_AUTO (model) */
     int progress_thread;   /* non-blocking: the entry was measured with the progress thread */

@@ -20,8 +20,10 @@ from colltune.tune.tune import build_library
 
 
 class Choice(ctypes.Structure):
-    _fields_ = [("algorithm", ctypes.c_char_p), ("segsize", ctypes.c_longlong),
-                ("split", ctypes.c_int), ("progress_thread", ctypes.c_int)]
+    # src/select/table.h's ct_table_choice, member for member
+    _fields_ = [("algorithm", ctypes.c_char_p), ("info", ctypes.c_void_p),
+                ("segsize", ctypes.c_longlong), ("split", ctypes.c_int),
+                ("progress_thread", ctypes.c_int)]
 
 
 @pytest.fixture(scope="module")
@@ -98,27 +100,32 @@ def test_c_and_python_pick_the_same_entry(lib, tmp_path, case):
     sizes = sorted({0, 1, 2, 3, 4, 5, 7, 8, 9, 23, 24, 25, 63, 64, 65, 1000, 2828, 2829,
                     (1 << 20) - 1, 1 << 20, (1 << 30) + 7, (1 << 40) + 1, (1 << 42)}
                    | {k + d for k in SIZE_KEYS[case] for d in (-1, 0, 1) if k + d >= 0})
-    checked = 0
+    def check(op, ranks, size):
+        nonblocking = op in NONBLOCKING
+        coll = c.ct_coll_from_name((op[1:] if nonblocking else op).encode())
+        assert coll >= 0, op
+        want = lookup(doc, op, ranks, size)
+        choice = Choice()
+        if nonblocking:
+            rc = c.ct_table_lookup_nonblocking(coll, ranks, size, 0, ctypes.byref(choice))
+        else:
+            rc = c.ct_table_lookup(coll, ranks, size, ctypes.byref(choice))
+        got = choice.algorithm.decode() if rc == 0 else "native"
+        assert got == want["algorithm"], (op, ranks, size, got, want)
+
+    points = [(op, ranks, size) for op in ops for ranks in range(1, 70) for size in sizes]
     try:
-        for op in ops:
-            nonblocking = op in NONBLOCKING
-            coll = c.ct_coll_from_name((op[1:] if nonblocking else op).encode())
-            assert coll >= 0, op
-            for ranks in range(1, 70):
-                for size in sizes:
-                    want = lookup(doc, op, ranks, size)
-                    choice = Choice()
-                    if nonblocking:
-                        rc = c.ct_table_lookup_nonblocking(coll, ranks, size, 0,
-                                                           ctypes.byref(choice))
-                    else:
-                        rc = c.ct_table_lookup(coll, ranks, size, ctypes.byref(choice))
-                    got = choice.algorithm.decode() if rc == 0 else "native"
-                    assert got == want["algorithm"], (op, ranks, size, got, want)
-                    checked += 1
+        for point in points:
+            check(*point)
+        # Again in a shuffled order, each point twice or three times in a row now and then:
+        # the C side remembers recent lookups per operation and form, and a program
+        # alternates its collectives and sizes.
+        order = rng.sample(points, min(len(points), 20000))
+        for point in order:
+            for _ in range(rng.choice((1, 1, 2, 3))):
+                check(*point)
     finally:
         c.ct_table_unload()
-    assert checked == len(ops) * 69 * len(sizes)
 
 
 def test_the_reported_case(lib, tmp_path):
