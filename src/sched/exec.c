@@ -70,7 +70,6 @@ void ct_workspace_free(ct_workspace *w)
 int ct_exec_begin(ct_exec_run *x, const ct_sched *s, const ct_exec_ctx *c, ct_workspace *w)
 {
     size_t total = 0, offs[CT_MAX_BUFS];
-    int maxlen = 0;
     /* No memset of the whole run: its buffer table is 64 pointers, and a kept job's
      * repeated call spent half of this function clearing it (docs/BENCHMARKS.md section
      * 39). Only the schedule's buffers are read (region()), and they are all set below. */
@@ -103,13 +102,11 @@ int ct_exec_begin(ct_exec_run *x, const ct_sched *s, const ct_exec_ctx *c, ct_wo
     } else {
         x->bases[CT_BUF_SHM] = NULL;
     }
-    for (int i = 0; i < s->nops; i++)
-        if (s->ops[i].a.count > INT_MAX)
-            return MPI_ERR_COUNT; /* more than one MPI call can carry; checked before any message */
-    for (int r = 0; r < s->nrounds; r++)
-        if (ct_sched_round_len(s, r) > maxlen)
-            maxlen = ct_sched_round_len(s, r);
-    return ct_grow(&w->reqs, &w->reqs_len, sizeof(MPI_Request) * (size_t)maxlen);
+    if (s->max_count > INT_MAX)
+        return MPI_ERR_COUNT; /* more than one MPI call can carry; checked before any message */
+    /* Requests for the longest round's messages (its every operation, to keep it simple). */
+    return ct_grow(&w->reqs, &w->reqs_len,
+                   sizeof(MPI_Request) * (size_t)(s->nmsgs ? s->max_round_len : 0));
 }
 
 /* The round's next request. Read from the workspace here, where a message is posted:
@@ -123,8 +120,10 @@ static int post_round(ct_exec_run *x)
 {
     const ct_sched *s = x->s;
     const ct_exec_ctx *c = x->c;
-    int first = s->round_start[x->round], len = ct_sched_round_len(s, x->round), rc = MPI_SUCCESS;
     x->nreq = 0;
+    if (!s->nmsgs)
+        return MPI_SUCCESS; /* the segment's schedules: nothing to post in any round */
+    int first = s->round_start[x->round], len = ct_sched_round_len(s, x->round), rc = MPI_SUCCESS;
     for (int i = first; i < first + len && rc == MPI_SUCCESS; i++) {
         const ct_op *o = &s->ops[i];
         if (o->kind == CT_OP_SEND)

@@ -24,6 +24,9 @@ void ct_sched_reset(ct_sched *s)
     s->nbufs = CT_BUF_TMP0;
     s->error = 0;
     s->shm_parts = 0;
+    s->nmsgs = 0;
+    s->max_round_len = 0;
+    s->max_count = 0;
     memset(s->buf_count, 0, sizeof s->buf_count);
 }
 
@@ -72,6 +75,12 @@ static void add(ct_sched *s, ct_op op)
         return;
     }
     s->ops[s->nops++] = op;
+    int len = s->nops - s->round_start[s->nrounds - 1];
+    if (len > s->max_round_len)
+        s->max_round_len = len;
+    if (op.a.count > s->max_count)
+        s->max_count = op.a.count;
+    s->nmsgs += op.kind == CT_OP_SEND || op.kind == CT_OP_RECV;
 }
 
 void ct_sched_add_op(ct_sched *s, const ct_op *op)

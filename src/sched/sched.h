@@ -85,6 +85,11 @@ typedef struct ct_sched {
     size_t buf_count[CT_MAX_BUFS]; /* elements of each temporary */
     int error;              /* sticky: nonzero once an allocation failed */
     int shm_parts;          /* shared-memory parts composed into it (ct_compose) */
+    /* Kept by the builders, so that the executor's set-up of a repeated call need not walk
+     * the operations (docs/BENCHMARKS.md section 45): */
+    int nmsgs;              /* SENDs and RECVs (0: a schedule on the segment's flags only) */
+    int max_round_len;      /* operations of the longest round */
+    size_t max_count;       /* the largest a.count of any operation */
 } ct_sched;
 
 /* Everything a generator may depend on: no MPI object in here, so every
