@@ -7,9 +7,12 @@
 #include <stdint.h>
 
 /* x86-64: one clone for AVX2 machines beside the baseline (SSE2), picked once
- * by the loader; 2-4x fewer instructions a vector on a cache-resident slice. */
+ * by the loader; 2-4x fewer instructions a vector on a cache-resident slice. Not in the
+ * sanitizer builds: the clones' resolver runs while the library is relocated, before the
+ * sanitizer's runtime is up, and its instrumented entry crashed every ThreadSanitizer
+ * program before main. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    defined(__has_attribute)
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define CT_CLONES __attribute__((target_clones("avx2", "default")))
 #endif
