@@ -66,7 +66,9 @@ struct ct_nbc_req {
     atomic_int final_rc;
     atomic_int done;          /* final_rc is set: the operation is over (release) */
     int retained;             /* ct_job_retain holds the job's handles */
-    MPI_Errhandler errh;      /* the communicator's error handler at the start */
+    MPI_Errhandler errh;      /* the communicator's error handler at the start (a
+                                 persistent start's: fetched only for a failure, below) */
+    MPI_Comm prog_comm;       /* a persistent start's: the program's communicator */
     MPI_Request greq;         /* MPI_REQUEST_NULL for a persistent call's start */
     struct ct_nbc_req *next;     /* the progress thread's queue */
     struct ct_nbc_req *app_next; /* the list of application parts to drive */
@@ -965,12 +967,26 @@ int ct_nbc_done(const ct_nbc_req *r)
     return atomic_load_explicit(&((ct_nbc_req *)r)->done, memory_order_acquire);
 }
 
+/* A persistent start's error handler, fetched when a failure needs it: the one the
+ * program's communicator has at the completion (a non-blocking call's is the one at its
+ * start, as its communicator may be freed by then; a persistent plan's communicator is
+ * the one its every start already uses). Freed with r. */
+static void borrowed_errh(ct_nbc_req *r)
+{
+    if (r->borrowed && r->errh == MPI_ERRHANDLER_NULL && r->prog_comm != MPI_COMM_NULL &&
+        PMPI_Comm_get_errhandler(r->prog_comm, &r->errh) != MPI_SUCCESS)
+        r->errh = MPI_ERRHANDLER_NULL;
+}
+
 int ct_nbc_collect(ct_nbc_req *r, MPI_Request *request, MPI_Status *status)
 {
     int rc = atomic_load_explicit(&r->final_rc, memory_order_acquire);
+    if (rc != MPI_SUCCESS)
+        borrowed_errh(r);
     if (rc != MPI_SUCCESS && (r->retained || r->borrowed) && r->errh != MPI_ERRHANDLER_NULL) {
         /* The program's error handler of the communicator, as it was at the start
-         * (the communicator itself may be freed by now). */
+         * (the communicator itself may be freed by now; a persistent start's: see
+         * borrowed_errh). */
         PMPI_Comm_set_errhandler(r->job->x.comm, r->errh);
         PMPI_Comm_call_errhandler(r->job->x.comm, rc);
     }
@@ -1005,6 +1021,7 @@ int ct_nbc_misuse(MPI_Request request, const char *call)
     if (!r)
         return MPI_SUCCESS;
     MPI_Comm comm = r->job->x.comm;
+    borrowed_errh(r);
     if (r->errh != MPI_ERRHANDLER_NULL)
         PMPI_Comm_set_errhandler(comm, r->errh);
     return ct_raise_error(comm, MPI_ERR_REQUEST,
@@ -1107,7 +1124,9 @@ static int launch(ct_nbc_req *r, ct_coll coll, MPI_Comm comm, const ct_options *
                   MPI_Request *out)
 {
     int rc;
-    if (PMPI_Comm_get_errhandler(comm, &r->errh) != MPI_SUCCESS)
+    /* A persistent start leaves it to a failure (borrowed_errh): fetching and freeing it at
+     * every start was ~200 instructions of ~1,800, MPICH's own lock included. */
+    if (!r->borrowed && PMPI_Comm_get_errhandler(comm, &r->errh) != MPI_SUCCESS)
         r->errh = MPI_ERRHANDLER_NULL;
     int threaded = atomic_load(&eng.live);
     if (!r->job->empty && assign_parts(r, coll, opts, threaded)) {
@@ -1219,6 +1238,7 @@ int ct_nbc_start_job(ct_job *job, ct_coll coll, MPI_Comm comm, const ct_options 
         return ct_raise_error(comm, MPI_ERR_NO_MEM, "%s: out of memory", ct_coll_name(coll));
     r->job = job;
     r->key = handle;
+    r->prog_comm = comm;
     r->active = active;
     atomic_store_explicit(active, 1, memory_order_relaxed);
     return launch(r, coll, comm, opts, NULL);
