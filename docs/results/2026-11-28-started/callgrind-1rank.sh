@@ -2,7 +2,7 @@
 # BASE: a build of main at f7cc86b (the branch point): git archive f7cc86b, cmake RelWithDebInfo, targets ct_osu colltune_pmpi
 # 1 rank: no spin; Ir per call = totals / iters
 W=${W:-$PWD}
-for b in base after; do
+for b in ${FORMS_BUILDS:-base after}; do
  if [ $b = base ]; then bd="$BASE"; else bd=$W/build/mpich; fi
  for op in bcast allreduce barrier; do for form in blocking persistent nonblocking; do
   case $form in
