@@ -66,19 +66,26 @@ struct ct_nbc_req {
     atomic_int final_rc;
     atomic_int done;          /* final_rc is set: the operation is over (release) */
     int retained;             /* ct_job_retain holds the job's handles */
-    MPI_Errhandler errh;      /* the communicator's error handler at the start */
+    MPI_Errhandler errh;      /* the communicator's error handler at the start (a
+                                 persistent start's: fetched only for a failure, below) */
+    MPI_Comm prog_comm;       /* a persistent start's: the program's communicator */
     MPI_Request greq;         /* MPI_REQUEST_NULL for a persistent call's start */
     struct ct_nbc_req *next;     /* the progress thread's queue */
     struct ct_nbc_req *app_next; /* the list of application parts to drive */
     struct ct_nbc_req *freed_next; /* freed by MPI, waiting for ct_nbc_reap */
     struct ct_nbc_req *orphan_next; /* freed by the program in flight (ct_nbc_release) */
     ct_plan *orphan_plan;           /* a persistent call's plan, freed after it */
+    atomic_int *active;             /* a persistent call's "started" mark, cleared once
+                                       the start is collected (ct_nbc_start_job) */
     /* The large members last: a request taken again (req_new) clears only what is above
      * (see spare_req). */
     ct_exec_run run;          /* the part being run (by one side at a time; ct_exec_begin
                                  sets it up) */
     ct_sched upper, lower;    /* the split tree's parts, when the schedule is cut */
     ct_job own_job;
+    int cut; /* upper and lower hold a split's parts (kept across req_new): req_free frees
+                them only then, as freeing two empty schedules was 200 instructions of a
+                persistent start that never splits (shm) */
 };
 
 /* ---- Requests known to colltune ---------------------------------------- */
@@ -164,13 +171,16 @@ ct_nbc_req *ct_nbc_find(MPI_Request r)
 static void table_remove(ct_nbc_req *req)
 {
     pthread_mutex_lock(&table_lock);
+    /* From the key's slot (r->key is what table_put hashed), not a scan of the table. */
     size_t j = 0;
     int hit = 0;
-    for (; table_cap && j < table_cap; j++)
-        if (table[j].req == req) {
-            hit = 1;
-            break;
-        }
+    if (table_cap)
+        for (j = slot_of(req_key(req->key), table_cap); table[j].req;
+             j = (j + 1) & (table_cap - 1))
+            if (table[j].req == req) {
+                hit = 1;
+                break;
+            }
     if (hit) {
         /* Backward-shift deletion keeps the probe chains whole. */
         table[j].req = NULL;
@@ -217,8 +227,11 @@ static _Atomic(ct_nbc_req *) spare_req;
 
 static void req_free(ct_nbc_req *r)
 {
-    ct_sched_free(&r->upper);
-    ct_sched_free(&r->lower);
+    if (r->cut) {
+        ct_sched_free(&r->upper);
+        ct_sched_free(&r->lower);
+        r->cut = 0;
+    }
     ct_nbc_req *none = NULL;
     if (atomic_compare_exchange_strong_explicit(&spare_req, &none, r, memory_order_acq_rel,
                                                 memory_order_relaxed))
@@ -231,6 +244,8 @@ static void req_free(ct_nbc_req *r)
  * datatype, an op) is released by ct_nbc_reap, outside MPI's callback. */
 static pthread_mutex_t freed_lock = PTHREAD_MUTEX_INITIALIZER;
 static ct_nbc_req *freed;
+static atomic_int nfreed; /* ct_nbc_reap skips the lock while 0: a persistent start has no
+                             generalized request, so nothing is ever queued for it */
 
 static int greq_free(void *extra)
 {
@@ -240,6 +255,7 @@ static int greq_free(void *extra)
     pthread_mutex_lock(&freed_lock);
     r->freed_next = freed;
     freed = r;
+    atomic_fetch_add_explicit(&nfreed, 1, memory_order_relaxed);
     pthread_mutex_unlock(&freed_lock);
     return MPI_SUCCESS;
 }
@@ -249,6 +265,8 @@ static int greq_free(void *extra)
 static void borrowed_free(ct_nbc_req *r)
 {
     table_remove(r);
+    if (r->active) /* after the table forgets it: a new start may take the handle again */
+        atomic_store_explicit(r->active, 0, memory_order_release);
     if (r->retained)
         ct_job_release(r->job);
     if (r->errh != MPI_ERRHANDLER_NULL)
@@ -258,9 +276,15 @@ static void borrowed_free(ct_nbc_req *r)
 
 void ct_nbc_reap(void)
 {
+    /* A request MPI freed on this thread (ct_nbc_collect's PMPI_Wait) was counted before
+     * this load in the same thread; one freed on another thread meanwhile waits for the
+     * next reap, as it would behind the lock too. */
+    if (atomic_load_explicit(&nfreed, memory_order_relaxed) == 0)
+        return;
     pthread_mutex_lock(&freed_lock);
     ct_nbc_req *list = freed;
     freed = NULL;
+    atomic_store_explicit(&nfreed, 0, memory_order_relaxed);
     pthread_mutex_unlock(&freed_lock);
     while (list) {
         ct_nbc_req *r = list;
@@ -287,6 +311,7 @@ static struct {
     ct_nbc_req *incoming;
     int running, stop, core, comm_cores, tried;
     atomic_long completed, parts_done;
+    atomic_int live; /* running, readable without the lock (launch asks at every start) */
     pthread_t tid;
 } eng = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .core = -1};
 
@@ -473,6 +498,7 @@ void ct_progress_stop(void)
         pthread_join(eng.tid, NULL);
     pthread_mutex_lock(&eng.lock);
     eng.running = 0;
+    atomic_store(&eng.live, 0);
     pthread_mutex_unlock(&eng.lock);
 }
 
@@ -589,6 +615,7 @@ static int progress_start(MPI_Comm comm, int need_free_core)
     eng.stop = 0;
     rc = pthread_create(&eng.tid, NULL, progress_main, NULL);
     eng.running = rc == 0;
+    atomic_store(&eng.live, eng.running);
     pthread_mutex_unlock(&eng.lock);
     return rc == 0 ? MPI_SUCCESS : MPI_ERR_OTHER;
 }
@@ -727,6 +754,7 @@ static int split_schedule(ct_nbc_req *r, tree_shape shape, const int *height, in
 {
     const ct_sched *full = &r->job->sched;
     int me = r->job->params.rank;
+    r->cut = 1; /* upper and lower are written from here on */
     int first_low = shape == SHAPE_ALL_TO_ONE; /* which part runs first */
     int *low = malloc((size_t)(full->nops ? full->nops : 1) * sizeof *low);
     if (!low)
@@ -939,12 +967,26 @@ int ct_nbc_done(const ct_nbc_req *r)
     return atomic_load_explicit(&((ct_nbc_req *)r)->done, memory_order_acquire);
 }
 
+/* A persistent start's error handler, fetched when a failure needs it: the one the
+ * program's communicator has at the completion (a non-blocking call's is the one at its
+ * start, as its communicator may be freed by then; a persistent plan's communicator is
+ * the one its every start already uses). Freed with r. */
+static void borrowed_errh(ct_nbc_req *r)
+{
+    if (r->borrowed && r->errh == MPI_ERRHANDLER_NULL && r->prog_comm != MPI_COMM_NULL &&
+        PMPI_Comm_get_errhandler(r->prog_comm, &r->errh) != MPI_SUCCESS)
+        r->errh = MPI_ERRHANDLER_NULL;
+}
+
 int ct_nbc_collect(ct_nbc_req *r, MPI_Request *request, MPI_Status *status)
 {
     int rc = atomic_load_explicit(&r->final_rc, memory_order_acquire);
+    if (rc != MPI_SUCCESS)
+        borrowed_errh(r);
     if (rc != MPI_SUCCESS && (r->retained || r->borrowed) && r->errh != MPI_ERRHANDLER_NULL) {
         /* The program's error handler of the communicator, as it was at the start
-         * (the communicator itself may be freed by now). */
+         * (the communicator itself may be freed by now; a persistent start's: see
+         * borrowed_errh). */
         PMPI_Comm_set_errhandler(r->job->x.comm, r->errh);
         PMPI_Comm_call_errhandler(r->job->x.comm, rc);
     }
@@ -979,6 +1021,7 @@ int ct_nbc_misuse(MPI_Request request, const char *call)
     if (!r)
         return MPI_SUCCESS;
     MPI_Comm comm = r->job->x.comm;
+    borrowed_errh(r);
     if (r->errh != MPI_ERRHANDLER_NULL)
         PMPI_Comm_set_errhandler(comm, r->errh);
     return ct_raise_error(comm, MPI_ERR_REQUEST,
@@ -1016,6 +1059,8 @@ static ct_nbc_req *req_new(int borrowed)
 /* A request that never reached MPI: what it holds goes back at once. */
 static void req_drop(ct_nbc_req *r)
 {
+    if (r->active) /* a persistent start that never ran: the plan is idle again */
+        atomic_store_explicit(r->active, 0, memory_order_release);
     if (r->retained)
         ct_job_release(r->job);
     if (r->errh != MPI_ERRHANDLER_NULL)
@@ -1050,6 +1095,10 @@ static void log_start(const ct_nbc_req *r, ct_coll coll, MPI_Comm comm, const ct
  * thread's part and, for a tree cut at S levels, the application's. */
 static int assign_parts(ct_nbc_req *r, ct_coll coll, const ct_options *opts, int threaded)
 {
+    if (!threaded) { /* no tree to read: its heights (an allocation, a lock) only cut it */
+        r->app_sched = &r->job->sched;
+        return 0;
+    }
     tree_shape shape = shape_of(coll);
     int split = opts ? opts->split : CT_SPLIT_AUTO;
     int n = r->job->params.size, root_height = 0, rc = 0;
@@ -1059,9 +1108,7 @@ static int assign_parts(ct_nbc_req *r, ct_coll coll, const ct_options *opts, int
         root_height = height[r->job->params.root];
     if (split == CT_SPLIT_AUTO)
         split = tree ? auto_split(r->job, root_height) : 0;
-    if (!threaded) {
-        r->app_sched = &r->job->sched;
-    } else if (!tree || split <= 0) {
+    if (!tree || split <= 0) {
         r->thread_sched = &r->job->sched;
     } else if ((rc = split_schedule(r, shape, height, split)) == 0) {
         r->thread_sched = r->upper.nops ? &r->upper : NULL;
@@ -1077,11 +1124,11 @@ static int launch(ct_nbc_req *r, ct_coll coll, MPI_Comm comm, const ct_options *
                   MPI_Request *out)
 {
     int rc;
-    if (PMPI_Comm_get_errhandler(comm, &r->errh) != MPI_SUCCESS)
+    /* A persistent start leaves it to a failure (borrowed_errh): fetching and freeing it at
+     * every start was ~200 instructions of ~1,800, MPICH's own lock included. */
+    if (!r->borrowed && PMPI_Comm_get_errhandler(comm, &r->errh) != MPI_SUCCESS)
         r->errh = MPI_ERRHANDLER_NULL;
-    ct_progress_info info;
-    ct_progress_query(&info);
-    int threaded = info.running;
+    int threaded = atomic_load(&eng.live);
     if (!r->job->empty && assign_parts(r, coll, opts, threaded)) {
         req_drop(r);
         return ct_raise_error(comm, MPI_ERR_NO_MEM, "%s: out of memory", ct_coll_name(coll));
@@ -1175,9 +1222,10 @@ int ct_nbc_start(const ct_call *c, const ct_vargs *v, const ct_options *opts,
 }
 
 int ct_nbc_start_job(ct_job *job, ct_coll coll, MPI_Comm comm, const ct_options *opts,
-                     MPI_Request handle)
+                     MPI_Request handle, atomic_int *active)
 {
-    if (ct_nbc_find(handle))
+    /* The plan's own mark, not a look-up of handle in the table (its lock, at every start). */
+    if (atomic_load_explicit(active, memory_order_acquire))
         return ct_raise_error(comm, MPI_ERR_REQUEST,
                               "MPI_Start on a persistent %s that is still active: erroneous "
                               "in MPI; complete it with a wait or test first",
@@ -1190,6 +1238,9 @@ int ct_nbc_start_job(ct_job *job, ct_coll coll, MPI_Comm comm, const ct_options 
         return ct_raise_error(comm, MPI_ERR_NO_MEM, "%s: out of memory", ct_coll_name(coll));
     r->job = job;
     r->key = handle;
+    r->prog_comm = comm;
+    r->active = active;
+    atomic_store_explicit(active, 1, memory_order_relaxed);
     return launch(r, coll, comm, opts, NULL);
 }
 

@@ -5,6 +5,8 @@
 
 #include "../api/job.h"
 
+#include <stdatomic.h>
+
 typedef struct ct_nbc_req ct_nbc_req;
 
 /* Starts c (c->request set; v: the v-variants' arrays, or NULL) with opts; on
@@ -16,9 +18,11 @@ int ct_nbc_start(const ct_call *c, const ct_vargs *v, const ct_options *opts,
 /* Starts job, a persistent call's prepared job that stays its owner's (the
  * plan's: src/nbc/persistent.c), under the program's handle: the waits find the
  * request through handle, and completing it leaves handle as it is (inactive).
- * MPI_ERR_REQUEST when handle's previous start is still in flight. */
+ * *active (the plan's, 0 while idle) is set here and cleared once the start is
+ * collected or dropped: MPI_ERR_REQUEST when it is still set (the previous start in
+ * flight). */
 int ct_nbc_start_job(ct_job *job, ct_coll coll, MPI_Comm comm, const ct_options *opts,
-                     MPI_Request handle);
+                     MPI_Request handle, atomic_int *active);
 
 /* Persistent collectives (src/nbc/persistent.c). ct_plan_init prepares c
  * (c->request: where the handle goes) once for repeated starts: *go = 1, the

@@ -26,12 +26,22 @@ struct ct_plan {
     ct_options opts;             /* .algorithm: the prepared one (the registry's name) */
     MPI_Datatype types[2];       /* duplicates of the program's derived types, or NULL */
     MPI_Request handle;
+    atomic_int active;           /* a start not yet collected (ct_nbc_start_job) */
     struct ct_plan *next;
 };
 
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
 static ct_plan *plans;
 static atomic_int nplans; /* the lookups skip the lock while there is none */
+/* Bumped (under plans_lock) whenever a plan is made or freed: a thread's last plan found
+ * (ct_plan_find) stays right while it is unchanged, so a loop of MPI_Start on one handle
+ * takes neither the lock nor the list walk at each start. */
+static atomic_uint plans_gen;
+static _Thread_local struct {
+    MPI_Request handle;
+    ct_plan *plan;
+    unsigned gen;
+} last_found;
 
 static int derived(MPI_Datatype t)
 {
@@ -72,6 +82,7 @@ int ct_plan_init(const ct_call *call, const ct_vargs *v, const ct_options *opts,
         return ct_raise_error(call->comm, MPI_ERR_NO_MEM, "%s: out of memory",
                               ct_coll_name(call->coll));
     ct_sched_init(&p->job.sched);
+    atomic_init(&p->active, 0);
     p->types[0] = p->types[1] = MPI_DATATYPE_NULL;
     ct_call c = *call;
     int rc = keep_type(&c.sendtype, &p->types[0]);
@@ -113,6 +124,7 @@ int ct_plan_init(const ct_call *call, const ct_vargs *v, const ct_options *opts,
     p->next = plans;
     plans = p;
     atomic_fetch_add(&nplans, 1);
+    atomic_fetch_add_explicit(&plans_gen, 1, memory_order_release);
     pthread_mutex_unlock(&plans_lock);
     *call->request = p->handle;
     *go = 1;
@@ -123,17 +135,26 @@ ct_plan *ct_plan_find(MPI_Request handle)
 {
     if (handle == MPI_REQUEST_NULL || atomic_load(&nplans) == 0)
         return NULL;
+    unsigned gen = atomic_load_explicit(&plans_gen, memory_order_acquire);
+    if (last_found.plan && last_found.gen == gen && last_found.handle == handle)
+        return last_found.plan;
     pthread_mutex_lock(&plans_lock);
+    gen = atomic_load_explicit(&plans_gen, memory_order_relaxed);
     ct_plan *p = plans;
     while (p && p->handle != handle)
         p = p->next;
     pthread_mutex_unlock(&plans_lock);
+    if (p) {
+        last_found.handle = handle;
+        last_found.plan = p;
+        last_found.gen = gen;
+    }
     return p;
 }
 
 int ct_plan_start(ct_plan *p)
 {
-    return ct_nbc_start_job(&p->job, p->coll, p->comm, &p->opts, p->handle);
+    return ct_nbc_start_job(&p->job, p->coll, p->comm, &p->opts, p->handle, &p->active);
 }
 
 int ct_plan_free(ct_plan *p, MPI_Request *handle)
@@ -145,6 +166,7 @@ int ct_plan_free(ct_plan *p, MPI_Request *handle)
     if (*at) {
         *at = p->next;
         atomic_fetch_sub(&nplans, 1);
+        atomic_fetch_add_explicit(&plans_gen, 1, memory_order_release);
     }
     pthread_mutex_unlock(&plans_lock);
     ct_job_release(&p->job);

@@ -38,6 +38,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mpi_test_util.h"
+
 #if MPI_VERSION > 4 || (MPI_VERSION == 4 && MPI_SUBVERSION >= 1)
 #define HAVE_GET_STATUS_ALL 1
 #endif
@@ -563,6 +565,25 @@ static void misuse(void)
     printf("rank %d misuse Cancel -> %s\n", rank, class_name(cancelled));
     MPI_Wait(&r, MPI_STATUS_IGNORE);
     verify(&c, -1);
+#if HAVE_PERSISTENT
+    /* A persistent start the same way: colltune fetches the communicator's handler only
+     * when an error needs it, so this is the path that fetches it. */
+    int buf[8];
+    MPI_Request p;
+    for (int i = 0; i < 8; i++)
+        buf[i] = rank == 0 ? 100 + i : -1;
+    MPI_Bcast_init(buf, 8, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, &p);
+    MPI_Start(&p);
+    int pcancelled = MPI_Cancel(&p);
+    printf("rank %d misuse persistent Cancel -> %s\n", rank, class_name(pcancelled));
+    MPI_Wait(&p, MPI_STATUS_IGNORE);
+    for (int i = 0; i < 8; i++)
+        if (buf[i] != 100 + i) {
+            printf("rank %d persistent bcast after Cancel: element %d is %d\n", rank, i, buf[i]);
+            bad++;
+        }
+    MPI_Request_free(&p);
+#endif
     fflush(stdout);
 }
 

@@ -158,6 +158,10 @@ def test_cancel_of_a_collective_request_is_refused(build):
     assert p.returncode == 0 and "all ok" in p.stdout, (p.stdout[-2000:], p.stderr[-2000:])
     assert p.stdout.count("misuse Cancel -> MPI_ERR_REQUEST") == 3, p.stdout
     assert "MPI_Ibcast" in p.stderr and "-> binomial" in p.stderr
+    # A persistent start's too (its plan colltune's: the init's debug line), whose handler
+    # colltune fetches only when the error is raised.
+    assert p.stdout.count("misuse persistent Cancel -> MPI_ERR_REQUEST") == 3, p.stdout
+    assert re.search(r"MPI_Bcast_init \d+ bytes -> binomial", p.stderr), p.stderr[-2000:]
 
 
 def test_docs_list_the_intercepted_symbols():
