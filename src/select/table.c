@@ -307,7 +307,7 @@ typedef struct cached_lookup {
     ct_table_choice choice;
 } cached_lookup;
 typedef cached_lookup recent_lookups[CT_NCOLL][CACHE_FORMS][CACHE_WAYS];
-static _Thread_local recent_lookups *recent;
+static _Thread_local recent_lookups *recent __attribute__((tls_model("initial-exec"))); /* 8 bytes */
 static pthread_key_t recent_key;
 static pthread_once_t recent_once = PTHREAD_ONCE_INIT;
 static int recent_key_ok;
