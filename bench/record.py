@@ -26,7 +26,7 @@ core:
 
 Every column's ct_osu primes glibc's heap after MPI_Init (its default `--heap primed`), so
 a call the table leaves native runs under the allocator state it has natively, whichever
-calls before it colltune served (docs/bench-notes/ireduce.md); the JSON keeps each point's
+calls before it colltune served (docs/BENCHMARKS.md section 46); the JSON keeps each point's
 minor page faults (`minflt`).
 
 Each repeat runs every column once, in turn (the columns alternate). A ratio comes from one
@@ -294,7 +294,7 @@ def run_column(col: Column, args, results: list, stderr_notes: list, repeat: int
              # the whole iteration (barrier between, call, partner): what the loop pays
              "iter_mean_us": d.get("iter_avg_us"), "iter_median_us": d.get("iter_median_us"),
              # the timed loop's minor page faults (most over ranks): a per-call temporary
-             # faulting in fresh pages shows here (docs/bench-notes/ireduce.md)
+             # faulting in fresh pages shows here (docs/BENCHMARKS.md section 46)
              "minflt": d.get("minflt")}
         if "mix" in d:
             r.update(mix=d["mix"], mix_mean_us=d["mix_avg_us"])

@@ -52,7 +52,7 @@
  * depended on who served them: natively MPICH's own allreduce of 4 MiB (run before reduce)
  * raised the thresholds; under a tuning table colltune served it and they stayed low. A
  * point's time then depended on the points before it and on the other column's choices,
- * not on the call measured (docs/bench-notes/ireduce.md). as-is: no priming (the state is
+ * not on the call measured (docs/BENCHMARKS.md section 46). as-is: no priming (the state is
  * whatever MPI_Init and the earlier points left). "minflt" on each line: the minor page
  * faults a rank took over the timed iterations (getrusage; the most over ranks), which is
  * what the low thresholds cost: with the heap primed, a call whose temporaries fit in

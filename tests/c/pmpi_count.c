@@ -8,7 +8,7 @@
  * drop-in's MPI_Wait on a request it did not make must be one PMPI_Wait and nothing else (no
  * PMPI_Test polling, which would stall MPICH's progress of a large rendezvous between its
  * calls). tests/python/test_osu_heap.py asserts these counts under ct_osu (issue 36: the
- * record's 3x native Ireduce was looked for here first; see docs/bench-notes/ireduce.md).
+ * record's 3x native Ireduce was looked for here first; see docs/BENCHMARKS.md section 46).
  *
  * Each wrapper forwards to the next definition (the MPI library's) found with
  * dlsym(RTLD_NEXT); the program's own PMPI_ calls are counted too, so the test's program

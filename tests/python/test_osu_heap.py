@@ -1,5 +1,5 @@
 """ct_osu measures a native call under the same allocator state whatever served the calls
-before it (docs/bench-notes/ireduce.md).
+before it (docs/BENCHMARKS.md section 46).
 
 MPICH's MPI_Ireduce mallocs and frees a temporary of the message's size on the root in every
 call. With glibc's starting thresholds (128 KiB) each of those grows the heap and gives it
