@@ -45,7 +45,7 @@ for kind in asan tsan; do
     export CT_TEST_SCHED_MAX_N=16
     say "running $dir"
     case $kind in
-        asan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|errors|small|nbc|dyn|cholesky|shm_race|shm_forms|threads|release_' ;;
+        asan) ctest --test-dir "$dir" --output-on-failure --timeout 900 -R 'sched|errors|small|nbc|dyn|cholesky|shm_race|shm_forms|threads|release_|reduce_local' ;;
         # ThreadSanitizer watches the threads (progress threads, the non-blocking and dynamic
         # layers, the shared-memory flags between processes are ASan's and shm_race's): the
         # single-threaded schedule sweep has none and took six minutes under it.

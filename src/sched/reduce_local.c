@@ -22,91 +22,44 @@
 #define CT_CLONES
 #endif
 
-/* Integer sums and products wrap in the unsigned type of the same width: the
- * two's-complement result every MPI gives, without signed overflow in C. */
-#define ARITH(name, T, U)                                                           \
-    CT_CLONES static void sum_##name(const void *in, void *inout, size_t n)        \
-    {                                                                               \
-        const T *a = in;                                                            \
-        T *b = inout;                                                               \
-        for (size_t i = 0; i < n; i++)                                              \
-            b[i] = (T)((U)a[i] + (U)b[i]);                                          \
-    }                                                                               \
-    CT_CLONES static void prod_##name(const void *in, void *inout, size_t n)       \
-    {                                                                               \
-        const T *a = in;                                                            \
-        T *b = inout;                                                               \
-        for (size_t i = 0; i < n; i++)                                              \
-            b[i] = (T)((U)a[i] * (U)b[i]);                                          \
-    }                                                                               \
-    CT_CLONES static void max_##name(const void *in, void *inout, size_t n)        \
-    {                                                                               \
-        const T *a = in;                                                            \
-        T *b = inout;                                                               \
-        for (size_t i = 0; i < n; i++)                                              \
-            b[i] = a[i] > b[i] ? a[i] : b[i];                                       \
-    }                                                                               \
-    CT_CLONES static void min_##name(const void *in, void *inout, size_t n)        \
-    {                                                                               \
-        const T *a = in;                                                            \
-        T *b = inout;                                                               \
-        for (size_t i = 0; i < n; i++)                                              \
-            b[i] = a[i] < b[i] ? a[i] : b[i];                                       \
-    }
-
-#define BITS(name, T, OPNAME, EXPR)                                                 \
-    CT_CLONES static void OPNAME##_##name(const void *in, void *inout, size_t n)   \
+/* One kernel: inout[i] = EXPR of a[i] (in) and b[i] (inout), element by element. */
+#define KERNEL(opname, name, T, EXPR)                                               \
+    CT_CLONES static void opname##_##name(const void *in, void *inout, size_t n)   \
     {                                                                               \
         const T *a = in;                                                            \
         T *b = inout;                                                               \
         for (size_t i = 0; i < n; i++)                                              \
             b[i] = (T)(EXPR);                                                       \
     }
-#define LOGIC(name, T)                                                              \
-    BITS(name, T, band, a[i] & b[i])                                                \
-    BITS(name, T, bor, a[i] | b[i])                                                 \
-    BITS(name, T, bxor, a[i] ^ b[i])                                                \
-    BITS(name, T, land, (a[i] != 0) & (b[i] != 0))                                  \
-    BITS(name, T, lor, (a[i] != 0) | (b[i] != 0))                                   \
-    BITS(name, T, lxor, (a[i] != 0) ^ (b[i] != 0))
+
+#define MINMAX(name, T)                                                             \
+    KERNEL(max, name, T, a[i] > b[i] ? a[i] : b[i])                                 \
+    KERNEL(min, name, T, a[i] < b[i] ? a[i] : b[i])
+
+/* Integer sums and products wrap: computed in an unsigned type W at least as wide as
+ * int (8- and 16-bit operands would otherwise be promoted to int, whose overflow is
+ * undefined), then cut to T: the two's-complement result every MPI gives. */
+#define INTEGER(name, T, W)                                                         \
+    KERNEL(sum, name, T, (W)a[i] + (W)b[i])                                         \
+    KERNEL(prod, name, T, (W)a[i] * (W)b[i])                                        \
+    MINMAX(name, T)                                                                 \
+    KERNEL(band, name, T, a[i] & b[i])                                              \
+    KERNEL(bor, name, T, a[i] | b[i])                                               \
+    KERNEL(bxor, name, T, a[i] ^ b[i])                                              \
+    KERNEL(land, name, T, (a[i] != 0) & (b[i] != 0))                                \
+    KERNEL(lor, name, T, (a[i] != 0) | (b[i] != 0))                                 \
+    KERNEL(lxor, name, T, (a[i] != 0) ^ (b[i] != 0))
 
 /* Floating point: the sum and product in the type itself, in the same order. */
 #define FLOAT(name, T)                                                              \
-    CT_CLONES static void sum_##name(const void *in, void *inout, size_t n)        \
-    {                                                                               \
-        const T *a = in;                                                            \
-        T *b = inout;                                                               \
-        for (size_t i = 0; i < n; i++)                                              \
-            b[i] = a[i] + b[i];                                                     \
-    }                                                                               \
-    CT_CLONES static void prod_##name(const void *in, void *inout, size_t n)       \
-    {                                                                               \
-        const T *a = in;                                                            \
-        T *b = inout;                                                               \
-        for (size_t i = 0; i < n; i++)                                              \
-            b[i] = a[i] * b[i];                                                     \
-    }                                                                               \
-    CT_CLONES static void max_##name(const void *in, void *inout, size_t n)        \
-    {                                                                               \
-        const T *a = in;                                                            \
-        T *b = inout;                                                               \
-        for (size_t i = 0; i < n; i++)                                              \
-            b[i] = a[i] > b[i] ? a[i] : b[i];                                       \
-    }                                                                               \
-    CT_CLONES static void min_##name(const void *in, void *inout, size_t n)        \
-    {                                                                               \
-        const T *a = in;                                                            \
-        T *b = inout;                                                               \
-        for (size_t i = 0; i < n; i++)                                              \
-            b[i] = a[i] < b[i] ? a[i] : b[i];                                       \
-    }
+    KERNEL(sum, name, T, a[i] + b[i])                                               \
+    KERNEL(prod, name, T, a[i] * b[i])                                              \
+    MINMAX(name, T)
 
-#define INTEGER(name, T, U) ARITH(name, T, U) LOGIC(name, T)
-
-INTEGER(i8, int8_t, uint8_t)
-INTEGER(u8, uint8_t, uint8_t)
-INTEGER(i16, int16_t, uint16_t)
-INTEGER(u16, uint16_t, uint16_t)
+INTEGER(i8, int8_t, unsigned)
+INTEGER(u8, uint8_t, unsigned)
+INTEGER(i16, int16_t, unsigned)
+INTEGER(u16, uint16_t, unsigned)
 INTEGER(i32, int32_t, uint32_t)
 INTEGER(u32, uint32_t, uint32_t)
 INTEGER(i64, int64_t, uint64_t)

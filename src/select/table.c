@@ -307,14 +307,23 @@ typedef struct cached_lookup {
     ct_table_choice choice;
 } cached_lookup;
 typedef cached_lookup recent_lookups[CT_NCOLL][CACHE_FORMS][CACHE_WAYS];
-static _Thread_local recent_lookups *recent __attribute__((tls_model("initial-exec"))); /* 8 bytes */
+/* initial-exec: a pointer's 8 bytes of static TLS, and no __tls_get_addr a lookup */
+static _Thread_local recent_lookups *recent __attribute__((tls_model("initial-exec")));
 static pthread_key_t recent_key;
 static pthread_once_t recent_once = PTHREAD_ONCE_INIT;
 static int recent_key_ok;
 
+/* At the thread's end. The pointer is cleared too: another key's destructor may still
+ * call MPI in this thread, and then gets fresh memory rather than freed memory. */
+static void drop_recent(void *r)
+{
+    free(r);
+    recent = NULL;
+}
+
 static void make_recent_key(void)
 {
-    recent_key_ok = pthread_key_create(&recent_key, free) == 0;
+    recent_key_ok = pthread_key_create(&recent_key, drop_recent) == 0;
 }
 
 /* This thread's lookups, made on first use; NULL without memory (then no caching). */
