@@ -5,6 +5,7 @@
 #include "cma.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +15,15 @@
 
 int ct_cma_pid(void)
 {
-    static int pid;
-    if (!pid)
-        pid = (int)getpid();
-    return pid;
+    /* Atomic: threads setting up segments at once all write the same value, but a plain
+     * int made that a data race (ThreadSanitizer, shm_forms_np3_threads in CI). */
+    static atomic_int pid;
+    int p = atomic_load_explicit(&pid, memory_order_relaxed);
+    if (!p) {
+        p = (int)getpid();
+        atomic_store_explicit(&pid, p, memory_order_relaxed);
+    }
+    return p;
 }
 
 int ct_cma_read(int pid, const void *remote, void *local, size_t len)
